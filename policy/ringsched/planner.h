@@ -1,0 +1,86 @@
+// The planner: one call takes a snapshot of the cluster and the ring jobs and returns a plan.
+// The same call serves the slurmctld plugin, ringsim and the CLI. Deterministic for the same
+// snapshot, configuration and seed.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ringsched/model.h"
+#include "ringsched/throughput.h"
+
+namespace ringsched {
+
+enum class Policy {
+  Static,        // requested sizes, best type first, no resizing (reference point)
+  Doubling,      // doubling heuristic on the fastest allowed type (DESIGN 3.2)
+  Hetero,        // heterogeneity-aware placement: categories + market + sampling (3.3)
+  Combined,      // doubling seeds the categories, hetero placement decides (ours, default)
+};
+const char* policy_name(Policy p);
+// "static", "doubling", "hetero", "combined"; throws InputError for anything else.
+Policy parse_policy(const std::string& name);
+
+struct PlannerConfig {
+  Policy policy = Policy::Combined;
+  ResizeCosts costs;
+  int samples = 64;           // K: categories evaluated by the sampling step
+  unsigned seed = 1;
+  bool power_of_two = true;   // ring jobs use 2^k GPUs
+  bool use_similarity = true; // predict unseen models from similar ones
+  bool spb_packing = true;    // run SPB-capable jobs at reduced depth under contention
+  bool allow_mixed_types = true;
+};
+
+struct Placement {
+  std::string node;
+  std::string gpu_type;
+  int gpus = 0;
+};
+
+struct JobPlan {
+  std::string job_id;
+  int order = 0;                            // 0 runs first; priorities follow this order
+  bool runs = false;                        // gets GPUs in this plan
+  int gpus = 0;                             // total GPUs (0 if it waits)
+  std::map<std::string, int> gpus_by_type;  // e.g. {"v100": 4}
+  std::vector<Placement> placement;         // per node
+  bool resize = false;                      // a running job whose size or type should change
+  double spb_depth = 1.0;                   // mean backprop depth fraction (1 = full)
+  double predicted_iters_per_s = 0;
+  double predicted_finish_s = 0;            // remaining / speed (+ restart cost if resized)
+  std::string reason;                       // one human-readable sentence
+};
+
+struct Plan {
+  std::vector<JobPlan> jobs;  // in the order of the input jobs
+  double objective_s = 0;     // sum of predicted remaining times of planned jobs
+  double decision_ms = 0;     // wall time of the planning call
+  std::string policy;
+  const JobPlan* find(const std::string& job_id) const;
+};
+
+struct Snapshot {
+  Cluster cluster;        // Node::free_gpus excludes GPUs held by jobs the planner does not own
+  std::vector<Job> jobs;  // the ring jobs (pending and running)
+  double now_s = 0;
+};
+
+class Planner {
+ public:
+  Planner(ThroughputModel model, PlannerConfig config);
+  // Throws InputError only for an invalid snapshot (see Cluster::validate, Job::validate).
+  Plan plan(const Snapshot& snapshot) const;
+  const ThroughputModel& model() const { return model_; }
+  const PlannerConfig& config() const { return config_; }
+
+ private:
+  ThroughputModel model_;
+  PlannerConfig config_;
+};
+
+// JSON form of a plan (what the plugin writes and the CLI reads).
+std::string plan_to_json(const Plan& plan);
+
+}  // namespace ringsched

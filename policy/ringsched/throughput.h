@@ -1,0 +1,54 @@
+// Throughput model (DESIGN 3.1): how many iterations per second a job makes on a set of GPUs.
+// Measured points win; between and beyond them a ring time model fitted per (model, type):
+//   t_iter(n) = t_comp/n + 2(n-1)/n * beta + 2(n-1) * alpha      (beta = S / B_link)
+// Mixed types: each worker gets a batch share proportional to its single-GPU speed, so compute
+// time is 1 / sum_w v(type_w, 1); communication is paid at the slowest link of the ring.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "ringsched/model.h"
+
+namespace ringsched {
+
+struct RingFit {
+  double t_comp = 0;  // seconds per iteration of compute on one GPU
+  double beta = 0;    // seconds: S / B_link (bandwidth term of the ring)
+  double alpha = 0;   // seconds: per-step latency
+  int points = 0;     // measured points the fit used
+  double t_iter(int n) const;
+};
+
+class ThroughputModel {
+ public:
+  ThroughputModel() = default;
+  explicit ThroughputModel(ProfileTable table);
+
+  const ProfileTable& table() const { return table_; }
+  // Replaces/merges measured points (e.g. reported by running jobs) and refits what changed.
+  void add_measurement(const ProfilePoint& p);
+
+  // iterations/s of `model` on n GPUs of `type`; 0 if nothing is known of (model, type).
+  double iters_per_s(const std::string& model, const std::string& type, int n) const;
+  // Mixed worker set: counts per type (types with count 0 ignored). 0 if any type is unknown.
+  double iters_per_s_mixed(const std::string& model, const std::map<std::string, int>& counts) const;
+  bool knows(const std::string& model, const std::string& type) const;
+  std::optional<RingFit> fit(const std::string& model, const std::string& type) const;
+
+  // Registers predicted single-type behaviour for a model without measurements (model similarity
+  // fills this): the model then behaves like `like_model` scaled by `ratio` on `type`.
+  void add_prediction(const std::string& model, const std::string& type,
+                      const std::string& like_model, double ratio);
+  bool is_predicted(const std::string& model, const std::string& type) const;
+
+ private:
+  void refit(const std::string& model, const std::string& type);
+  ProfileTable table_;
+  std::map<std::pair<std::string, std::string>, RingFit> fits_;
+  struct Prediction { std::string like_model; double ratio; };
+  std::map<std::pair<std::string, std::string>, Prediction> predictions_;
+};
+
+}  // namespace ringsched
