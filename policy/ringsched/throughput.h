@@ -37,17 +37,19 @@ class ThroughputModel {
   bool knows(const std::string& model, const std::string& type) const;
   std::optional<RingFit> fit(const std::string& model, const std::string& type) const;
 
-  // Registers predicted single-type behaviour for a model without measurements (model similarity
-  // fills this): the model then behaves like `like_model` scaled by `ratio` on `type`.
+  // Registers a prediction for a (model, type) without measurements (model similarity fills
+  // this): v(model, type, n) = v(source_model, source_type, n) * ratio. Measured points of
+  // (model, type), when they arrive, replace it.
   void add_prediction(const std::string& model, const std::string& type,
-                      const std::string& like_model, double ratio);
+                      const std::string& source_model, const std::string& source_type,
+                      double ratio);
   bool is_predicted(const std::string& model, const std::string& type) const;
 
  private:
   void refit(const std::string& model, const std::string& type);
   ProfileTable table_;
   std::map<std::pair<std::string, std::string>, RingFit> fits_;
-  struct Prediction { std::string like_model; double ratio; };
+  struct Prediction { std::string source_model, source_type; double ratio; };
   std::map<std::pair<std::string, std::string>, Prediction> predictions_;
 };
 

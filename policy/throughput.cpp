@@ -1,0 +1,216 @@
+#include "ringsched/throughput.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace ringsched {
+namespace {
+
+// When a (model, type) has measurements at one size only, the ring's cost is unknown. Assume a
+// modest one rather than perfect scaling: the bandwidth term 5% and the per-step latency 0.1% of
+// the one-GPU iteration time. Measured points, once there, replace this.
+constexpr double kDefaultBetaFraction = 0.05;
+constexpr double kDefaultAlphaFraction = 0.001;
+
+// Basis of the ring time model at n GPUs: t(n) = t_comp*b0 + beta*b1 + alpha*b2.
+std::array<double, 3> basis(int n) {
+  double dn = n;
+  return {1.0 / dn, 2.0 * (dn - 1.0) / dn, 2.0 * (dn - 1.0)};
+}
+
+// Weighted least squares restricted to the variables in `mask`; false if singular.
+bool solve_subset(const std::vector<ProfilePoint>& pts, unsigned mask, std::array<double, 3>& x,
+                  double& residual) {
+  int idx[3], k = 0;
+  for (int i = 0; i < 3; ++i)
+    if (mask & (1u << i)) idx[k++] = i;
+  double A[3][3] = {{0}}, b[3] = {0};
+  for (const ProfilePoint& p : pts) {
+    double t = 1.0 / p.iters_per_s;
+    double w = 1.0 / (t * t);  // relative error: every point counts the same
+    auto f = basis(p.num_gpus);
+    for (int r = 0; r < k; ++r) {
+      b[r] += w * f[idx[r]] * t;
+      for (int c = 0; c < k; ++c) A[r][c] += w * f[idx[r]] * f[idx[c]];
+    }
+  }
+  // Gaussian elimination with partial pivoting on the k x k system.
+  for (int c = 0; c < k; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < k; ++r)
+      if (std::fabs(A[r][c]) > std::fabs(A[piv][c])) piv = r;
+    if (std::fabs(A[piv][c]) < 1e-300) return false;
+    std::swap(A[c], A[piv]);
+    std::swap(b[c], b[piv]);
+    for (int r = c + 1; r < k; ++r) {
+      double m = A[r][c] / A[c][c];
+      for (int cc = c; cc < k; ++cc) A[r][cc] -= m * A[c][cc];
+      b[r] -= m * b[c];
+    }
+  }
+  double sol[3] = {0};
+  for (int r = k - 1; r >= 0; --r) {
+    double s = b[r];
+    for (int c = r + 1; c < k; ++c) s -= A[r][c] * sol[c];
+    sol[r] = s / A[r][r];
+  }
+  x = {0, 0, 0};
+  for (int r = 0; r < k; ++r) x[idx[r]] = sol[r];
+  residual = 0;
+  for (const ProfilePoint& p : pts) {
+    double t = 1.0 / p.iters_per_s;
+    auto f = basis(p.num_gpus);
+    double e = (x[0] * f[0] + x[1] * f[1] + x[2] * f[2] - t) / t;
+    residual += e * e;
+  }
+  return true;
+}
+
+// Non-negative least squares over three variables: try every subset that contains t_comp and
+// keep the best one whose coefficients are all non-negative.
+RingFit fit_points(const std::vector<ProfilePoint>& pts) {
+  RingFit best;
+  best.points = static_cast<int>(pts.size());
+  double best_res = INFINITY;
+  for (unsigned mask = 1; mask < 8; ++mask) {
+    if (!(mask & 1u)) continue;
+    std::array<double, 3> x;
+    double res;
+    if (!solve_subset(pts, mask, x, res)) continue;
+    if (x[0] <= 0 || x[1] < 0 || x[2] < 0) continue;
+    if (res < best_res - 1e-12) {
+      best_res = res;
+      best.t_comp = x[0];
+      best.beta = x[1];
+      best.alpha = x[2];
+    }
+  }
+  bool multi = false;
+  for (const ProfilePoint& p : pts) multi = multi || p.num_gpus > 1;
+  if (!multi) {
+    best.beta = kDefaultBetaFraction * best.t_comp;
+    best.alpha = kDefaultAlphaFraction * best.t_comp;
+  }
+  return best;
+}
+
+}  // namespace
+
+double RingFit::t_iter(int n) const {
+  auto f = basis(n);
+  return t_comp * f[0] + beta * f[1] + alpha * f[2];
+}
+
+ThroughputModel::ThroughputModel(ProfileTable table) : table_(std::move(table)) {
+  for (const std::string& m : table_.models())
+    for (const std::string& t : table_.types_for(m)) refit(m, t);
+}
+
+void ThroughputModel::refit(const std::string& model, const std::string& type) {
+  std::vector<ProfilePoint> pts = table_.points_for(model, type);
+  if (pts.empty()) {
+    fits_.erase({model, type});
+    return;
+  }
+  fits_[{model, type}] = fit_points(pts);
+}
+
+void ThroughputModel::add_measurement(const ProfilePoint& p) {
+  table_.add(p);
+  std::string t = normalize_type(p.gpu_type);
+  refit(p.model, t);
+  predictions_.erase({p.model, t});
+}
+
+bool ThroughputModel::knows(const std::string& model, const std::string& type) const {
+  std::string t = normalize_type(type);
+  return fits_.count({model, t}) || predictions_.count({model, t});
+}
+
+bool ThroughputModel::is_predicted(const std::string& model, const std::string& type) const {
+  std::string t = normalize_type(type);
+  return !fits_.count({model, t}) && predictions_.count({model, t});
+}
+
+std::optional<RingFit> ThroughputModel::fit(const std::string& model,
+                                            const std::string& type) const {
+  auto it = fits_.find({model, normalize_type(type)});
+  if (it == fits_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ThroughputModel::add_prediction(const std::string& model, const std::string& type,
+                                     const std::string& source_model,
+                                     const std::string& source_type, double ratio) {
+  if (!(ratio > 0) || !std::isfinite(ratio))
+    throw InputError("prediction for " + model + " on " + type + ": ratio must be positive");
+  predictions_[{model, normalize_type(type)}] =
+      Prediction{source_model, normalize_type(source_type), ratio};
+}
+
+double ThroughputModel::iters_per_s(const std::string& model, const std::string& type_in,
+                                    int n) const {
+  if (n <= 0) return 0;
+  std::string type = normalize_type(type_in);
+  auto fit_it = fits_.find({model, type});
+  if (fit_it == fits_.end()) {
+    auto pred = predictions_.find({model, type});
+    if (pred == predictions_.end()) return 0;
+    if (pred->second.source_model == model && pred->second.source_type == type) return 0;
+    return pred->second.ratio *
+           iters_per_s(pred->second.source_model, pred->second.source_type, n);
+  }
+  const RingFit& fit = fit_it->second;
+  double fitted = 1.0 / fit.t_iter(n);
+  // Measured points win: scale the fit by the measured/fitted ratio, interpolated in log2(n)
+  // between the neighbouring measured sizes and held constant beyond them.
+  std::vector<ProfilePoint> pts = table_.points_for(model, type);
+  const ProfilePoint* lo = nullptr;
+  const ProfilePoint* hi = nullptr;
+  for (const ProfilePoint& p : pts) {
+    if (p.num_gpus == n) return p.iters_per_s;
+    if (p.num_gpus < n) lo = &p;
+    if (p.num_gpus > n && !hi) hi = &p;
+  }
+  auto correction = [&](const ProfilePoint* p) { return p->iters_per_s * fit.t_iter(p->num_gpus); };
+  double c;
+  if (lo && hi) {
+    double x = (std::log2(n) - std::log2(lo->num_gpus)) /
+               (std::log2(hi->num_gpus) - std::log2(lo->num_gpus));
+    c = correction(lo) * (1 - x) + correction(hi) * x;
+  } else {
+    c = correction(lo ? lo : hi);
+  }
+  return fitted * c;
+}
+
+double ThroughputModel::iters_per_s_mixed(const std::string& model,
+                                          const std::map<std::string, int>& counts) const {
+  int total = 0, kinds = 0;
+  std::string only;
+  for (const auto& [t, c] : counts)
+    if (c > 0) {
+      total += c;
+      ++kinds;
+      only = t;
+    }
+  if (total == 0) return 0;
+  if (kinds == 1) return iters_per_s(model, only, total);
+  // Proportional batch split: each worker's share matches its single-GPU speed, so compute time
+  // is 1 / sum of single-GPU speeds. The ring is as slow as its slowest link: take the largest
+  // communication term of the types involved, at the ring's full size.
+  double speed_sum = 0, comm = 0;
+  for (const auto& [t, c] : counts) {
+    if (c <= 0) continue;
+    double v1 = iters_per_s(model, t, 1);
+    if (v1 <= 0) return 0;
+    speed_sum += c * v1;
+    double t_total = 1.0 / iters_per_s(model, t, total);
+    double t_comp = 1.0 / (total * v1);
+    comm = std::max(comm, std::max(0.0, t_total - t_comp));
+  }
+  return 1.0 / (1.0 / speed_sum + comm);
+}
+
+}  // namespace ringsched
