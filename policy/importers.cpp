@@ -76,6 +76,14 @@ ProfileTable import_gavel_throughputs(const std::string& path, ImportStats* stat
     p.num_gpus = static_cast<int>(scale);
     p.gpu_type = normalize_type(f.str(row, c_worker));
     if (p.gpu_type.empty()) f.fail(row, "empty worker_type");
+    // "v100_unconsolidated" is the same GPU with the workers spread over servers: a locality
+    // variant, not a GPU type. The profile format keeps the consolidated (one-server) rows.
+    const std::string spread = "_unconsolidated";
+    if (p.gpu_type.size() > spread.size() &&
+        p.gpu_type.compare(p.gpu_type.size() - spread.size(), spread.size(), spread) == 0) {
+      note_skip(stats, "workers spread over servers (_unconsolidated rows)");
+      continue;
+    }
     p.iters_per_s = f.number(row, c_tput);
     if (p.iters_per_s < 0) f.fail(row, "negative throughput");
     if (p.iters_per_s == 0) {

@@ -282,4 +282,21 @@ void Job::validate() const {
     throw InputError(who + ": global batch must be >= 0");
 }
 
+std::string why_impossible(const Job& job, const Cluster& cluster) {
+  std::vector<std::string> have = cluster.types();
+  std::string list;
+  for (const std::string& t : have) list += (list.empty() ? "" : ", ") + t;
+  for (const std::string& t : job.allowed_types)
+    if (std::find(have.begin(), have.end(), t) == have.end())
+      return "GPU type '" + t + "' is not in this cluster (types: " + list + ")";
+  int usable = 0;
+  for (const std::string& t : have)
+    if (job.allows(t)) usable += cluster.gpus_of_type(t);
+  int need = job.elastic ? job.min_gpus : job.requested_gpus;
+  if (need > usable)
+    return "needs at least " + std::to_string(need) + " GPUs but the cluster has " +
+           std::to_string(usable) + " of the allowed types";
+  return "";
+}
+
 }  // namespace ringsched

@@ -22,6 +22,8 @@ std::string gavel_model_id(const std::string& job_type);
 double gavel_batch(const std::string& job_type);
 
 // gavel/throughputs_isolated.csv: job_type,scale_factor,worker_type,throughput_steps_per_s.
+// Rows whose worker_type ends in "_unconsolidated" (workers spread over servers) and rows of zero
+// throughput are skipped and counted.
 ProfileTable import_gavel_throughputs(const std::string& path, ImportStats* stats = nullptr);
 
 // elasticflow/throughputs_<TYPE>/<model>.csv: global_batch_size,1,2,4,...,64. Models become

@@ -126,6 +126,11 @@ struct Job {
   void validate() const;
 };
 
+// Why `job` can never run on `cluster` ("" if it can): an allowed GPU type the cluster does not
+// have, a minimum larger than the GPUs of its allowed types. job_submit rejects with this text;
+// the planner keeps such a job waiting with it as the reason.
+std::string why_impossible(const Job& job, const Cluster& cluster);
+
 // Restart cost and hysteresis parameters shared by policies that resize jobs.
 struct ResizeCosts {
   double restart_s = 30.0;        // C: seconds a resize costs the job
