@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 
 namespace ringsched {
@@ -110,34 +111,54 @@ ThroughputModel::ThroughputModel(ProfileTable table) : table_(std::move(table)) 
 void ThroughputModel::refit(const std::string& model, const std::string& type) {
   std::vector<ProfilePoint> pts = table_.points_for(model, type);
   if (pts.empty()) {
-    fits_.erase({model, type});
+    auto it = curves_.find(model);
+    if (it != curves_.end()) it->second.erase(type);
     return;
   }
-  fits_[{model, type}] = fit_points(pts);
+  Curve& c = curves_[model][type];
+  c.fit = fit_points(pts);
+  c.points = std::move(pts);
+}
+
+const ThroughputModel::Curve* ThroughputModel::curve(const std::string& model,
+                                                     const std::string& type) const {
+  auto m = curves_.find(model);
+  if (m == curves_.end()) return nullptr;
+  auto t = m->second.find(type);
+  return t == m->second.end() ? nullptr : &t->second;
+}
+
+const ThroughputModel::Prediction* ThroughputModel::prediction(const std::string& model,
+                                                               const std::string& type) const {
+  auto m = predictions_.find(model);
+  if (m == predictions_.end()) return nullptr;
+  auto t = m->second.find(type);
+  return t == m->second.end() ? nullptr : &t->second;
 }
 
 void ThroughputModel::add_measurement(const ProfilePoint& p) {
   table_.add(p);
   std::string t = normalize_type(p.gpu_type);
   refit(p.model, t);
-  predictions_.erase({p.model, t});
+  auto m = predictions_.find(p.model);
+  if (m != predictions_.end()) m->second.erase(t);
 }
 
 bool ThroughputModel::knows(const std::string& model, const std::string& type) const {
   std::string t = normalize_type(type);
-  return fits_.count({model, t}) || predictions_.count({model, t});
+  return curve(model, t) || prediction(model, t);
 }
 
 bool ThroughputModel::is_predicted(const std::string& model, const std::string& type) const {
   std::string t = normalize_type(type);
-  return !fits_.count({model, t}) && predictions_.count({model, t});
+  return !curve(model, t) && prediction(model, t);
 }
 
 std::optional<RingFit> ThroughputModel::fit(const std::string& model,
                                             const std::string& type) const {
-  auto it = fits_.find({model, normalize_type(type)});
-  if (it == fits_.end()) return std::nullopt;
-  return it->second;
+  const Curve* c = curve(model, normalize_type(type));
+  if (!c) return std::nullopt;
+  return c->fit;
 }
 
 void ThroughputModel::add_prediction(const std::string& model, const std::string& type,
@@ -145,44 +166,55 @@ void ThroughputModel::add_prediction(const std::string& model, const std::string
                                      const std::string& source_type, double ratio) {
   if (!(ratio > 0) || !std::isfinite(ratio))
     throw InputError("prediction for " + model + " on " + type + ": ratio must be positive");
-  predictions_[{model, normalize_type(type)}] =
-      Prediction{source_model, normalize_type(source_type), ratio};
+  std::string t = normalize_type(type), st = normalize_type(source_type);
+  if (source_model == model && st == t)
+    throw InputError("prediction for " + model + " on " + type + ": cannot be its own source");
+  predictions_[model][t] = Prediction{source_model, st, ratio};
+}
+
+double ThroughputModel::curve_speed(const Curve& c, int n) const {
+  double fitted = 1.0 / c.fit.t_iter(n);
+  // Measured points win: scale the fit by the measured/fitted ratio, interpolated in log2(n)
+  // between the neighbouring measured sizes and held constant beyond them.
+  const ProfilePoint* lo = nullptr;
+  const ProfilePoint* hi = nullptr;
+  for (const ProfilePoint& p : c.points) {
+    if (p.num_gpus == n) return p.iters_per_s;
+    if (p.num_gpus < n) lo = &p;
+    if (p.num_gpus > n && !hi) hi = &p;
+  }
+  auto correction = [&](const ProfilePoint* p) { return p->iters_per_s * c.fit.t_iter(p->num_gpus); };
+  double k;
+  if (lo && hi) {
+    double x = (std::log2(n) - std::log2(lo->num_gpus)) /
+               (std::log2(hi->num_gpus) - std::log2(lo->num_gpus));
+    k = correction(lo) * (1 - x) + correction(hi) * x;
+  } else {
+    k = correction(lo ? lo : hi);
+  }
+  return fitted * k;
 }
 
 double ThroughputModel::iters_per_s(const std::string& model, const std::string& type_in,
                                     int n) const {
   if (n <= 0) return 0;
-  std::string type = normalize_type(type_in);
-  auto fit_it = fits_.find({model, type});
-  if (fit_it == fits_.end()) {
-    auto pred = predictions_.find({model, type});
-    if (pred == predictions_.end()) return 0;
-    if (pred->second.source_model == model && pred->second.source_type == type) return 0;
-    return pred->second.ratio *
-           iters_per_s(pred->second.source_model, pred->second.source_type, n);
+  // Types are stored normalized; only normalize (and allocate) when the caller's is not.
+  bool plain = true;
+  for (char ch : type_in) plain = plain && !std::isupper(static_cast<unsigned char>(ch)) &&
+                                  !std::isspace(static_cast<unsigned char>(ch));
+  std::string normalized;
+  if (!plain) normalized = normalize_type(type_in);
+  const std::string& type = plain ? type_in : normalized;
+  if (const Curve* c = curve(model, type)) return curve_speed(*c, n);
+  // Predictions chain at most a few steps; the bound stops a cycle of predictions.
+  const Prediction* p = prediction(model, type);
+  double ratio = 1;
+  for (int depth = 0; p && depth < 8; ++depth) {
+    ratio *= p->ratio;
+    if (const Curve* c = curve(p->source_model, p->source_type)) return ratio * curve_speed(*c, n);
+    p = prediction(p->source_model, p->source_type);
   }
-  const RingFit& fit = fit_it->second;
-  double fitted = 1.0 / fit.t_iter(n);
-  // Measured points win: scale the fit by the measured/fitted ratio, interpolated in log2(n)
-  // between the neighbouring measured sizes and held constant beyond them.
-  std::vector<ProfilePoint> pts = table_.points_for(model, type);
-  const ProfilePoint* lo = nullptr;
-  const ProfilePoint* hi = nullptr;
-  for (const ProfilePoint& p : pts) {
-    if (p.num_gpus == n) return p.iters_per_s;
-    if (p.num_gpus < n) lo = &p;
-    if (p.num_gpus > n && !hi) hi = &p;
-  }
-  auto correction = [&](const ProfilePoint* p) { return p->iters_per_s * fit.t_iter(p->num_gpus); };
-  double c;
-  if (lo && hi) {
-    double x = (std::log2(n) - std::log2(lo->num_gpus)) /
-               (std::log2(hi->num_gpus) - std::log2(lo->num_gpus));
-    c = correction(lo) * (1 - x) + correction(hi) * x;
-  } else {
-    c = correction(lo ? lo : hi);
-  }
-  return fitted * c;
+  return 0;
 }
 
 double ThroughputModel::iters_per_s_mixed(const std::string& model,

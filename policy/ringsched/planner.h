@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "ringsched/throughput.h"
 
 namespace ringsched {
+
+class SimilarityModel;
 
 enum class Policy {
   Static,        // requested sizes, best type first, no resizing (reference point)
@@ -74,10 +77,14 @@ class Planner {
   Plan plan(const Snapshot& snapshot) const;
   const ThroughputModel& model() const { return model_; }
   const PlannerConfig& config() const { return config_; }
+  // Model similarity for models without measurements (used when config.use_similarity). Without
+  // it, a model with no profile runs at its requested size on any allowed type.
+  void set_similarity(std::shared_ptr<const SimilarityModel> similarity);
 
  private:
   ThroughputModel model_;
   PlannerConfig config_;
+  std::shared_ptr<const SimilarityModel> similarity_;
 };
 
 // JSON form of a plan (what the plugin writes and the CLI reads).

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ringsched/model.h"
 
@@ -46,11 +47,25 @@ class ThroughputModel {
   bool is_predicted(const std::string& model, const std::string& type) const;
 
  private:
+  // One (model, type): its measured points (sorted by GPU count) and the fit through them. Kept
+  // together because the planner asks for speeds millions of times per pass.
+  struct Curve {
+    RingFit fit;
+    std::vector<ProfilePoint> points;
+  };
+  struct Prediction {
+    std::string source_model, source_type;
+    double ratio;
+  };
   void refit(const std::string& model, const std::string& type);
+  const Curve* curve(const std::string& model, const std::string& type) const;
+  const Prediction* prediction(const std::string& model, const std::string& type) const;
+  double curve_speed(const Curve& c, int n) const;
+
   ProfileTable table_;
-  std::map<std::pair<std::string, std::string>, RingFit> fits_;
-  struct Prediction { std::string source_model, source_type; double ratio; };
-  std::map<std::pair<std::string, std::string>, Prediction> predictions_;
+  // model -> type -> ...; std::less<> lets lookups use the caller's strings without copies.
+  std::map<std::string, std::map<std::string, Curve, std::less<>>, std::less<>> curves_;
+  std::map<std::string, std::map<std::string, Prediction, std::less<>>, std::less<>> predictions_;
 };
 
 }  // namespace ringsched

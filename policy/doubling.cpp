@@ -1,0 +1,564 @@
+// Doubling heuristic (DESIGN 3.2; Capes et al., arXiv 1908.08082) and the exact dynamic programme
+// of the static problem.
+//
+// How a round works here (the paper restarts from minimums every round; so do we):
+//  1. Admission. Jobs held by hysteresis ("pinned", see 3) keep their current size and are placed
+//     first. Then, in policy order, every other job gets its base size: inelastic jobs their
+//     requested count, elastic jobs their minimum -- running elastic jobs included, so a running
+//     job larger than its minimum gives its extra GPUs back whenever a waiting job needs them.
+//     First fit: a job whose base does not fit waits, and later (smaller) jobs may still start.
+//  2. Doubling. Repeatedly double the admitted elastic job with the largest time improvement per
+//     added GPU, TI = (cost(n) - cost(2n)) / n, where cost(n) = R / v(n) plus the restart cost C
+//     when a running job's n differs from its current size; only while n GPUs are free, 2n is
+//     within its maximum and v(2n) > 0; stop when no TI is positive.
+//  3. Hysteresis. For every running job the plan resizes, the gain of the resize is what the plan
+//     would lose if that job were held at its current size (re-planned with it pinned), before
+//     its own restart cost. Below min_gain_multiple x C, or within min_interval_s of its last
+//     resize, the job is pinned and the round re-planned. The interval does not hold a job whose
+//     shrink lets a waiting job start; the gain rule still does. Jobs are pinned one at a time
+//     (the worst violation first) so that two jobs that could each make room are not both held.
+//  For comparing plans in which different jobs wait, a waiting job counts as starting when the
+//  planned jobs have freed enough GPUs for its base size (their predicted finish times), then
+//  running at that size; objective_s itself sums only the jobs that run, as doubling.h says.
+//  Ours, beyond the paper (DoublingSteps::local_improvement, on by default): after step 2, apply
+//  the best of "double j with free GPUs", "halve i", "halve i to double j" while the objective
+//  falls.
+#include "ringsched/doubling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <queue>
+#include <string>
+#include <tuple>
+
+#include "ringsched/doubling_steps.h"
+
+namespace ringsched {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxTotalGpus = 1000000;  // bounds the DP's table and every loop over sizes
+
+std::string job_name(size_t j) { return "job " + std::to_string(j); }
+
+std::string seconds(double s) {
+  char buf[64];
+  if (std::fabs(s) >= 100)
+    std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+std::string number(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// Validated jobs with their speeds at every size a round can use, evaluated once (the speed
+// functions may be costly: the throughput model interpolates measured points).
+class JobCurves {
+ public:
+  JobCurves(const std::vector<DoublingJob>& jobs, int total_gpus) : jobs_(jobs), total_(total_gpus) {
+    if (total_gpus < 0)
+      throw InputError("doubling: total_gpus must be >= 0, got " + std::to_string(total_gpus));
+    if (total_gpus > kMaxTotalGpus)
+      throw InputError("doubling: total_gpus over " + std::to_string(kMaxTotalGpus));
+    speeds_.resize(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const DoublingJob& job = jobs[j];
+      std::string who = job_name(j);
+      if (!job.speed) throw InputError(who + ": no speed function");
+      if (!(job.remaining >= 0) || !std::isfinite(job.remaining))
+        throw InputError(who + ": remaining iterations must be finite and >= 0, got " +
+                         number(job.remaining));
+      if (job.min_gpus < 1)
+        throw InputError(who + ": min_gpus must be >= 1, got " + std::to_string(job.min_gpus));
+      if (job.max_gpus < job.min_gpus)
+        throw InputError(who + ": min_gpus " + std::to_string(job.min_gpus) + " > max_gpus " +
+                         std::to_string(job.max_gpus));
+      if (job.elastic && !is_power_of_two(job.min_gpus))
+        throw InputError(who + ": min_gpus " + std::to_string(job.min_gpus) +
+                         " of an elastic job must be a power of two");
+      if (!job.elastic && (job.requested < 1 || job.requested > kMaxTotalGpus))
+        throw InputError(who + ": requested must be 1.." + std::to_string(kMaxTotalGpus) +
+                         " for an inelastic job, got " + std::to_string(job.requested));
+      if (job.running && (job.current_gpus < 1 || job.current_gpus > kMaxTotalGpus))
+        throw InputError(who + ": a running job needs current_gpus 1.." +
+                         std::to_string(kMaxTotalGpus) + ", got " +
+                         std::to_string(job.current_gpus));
+      if (std::isnan(job.last_resize_s))
+        throw InputError(who + ": last_resize_s is not a number");
+      for (int n : choices(j)) eval(j, n);
+      eval(j, base(j));
+      if (job.running) eval(j, job.current_gpus);
+    }
+  }
+
+  size_t size() const { return jobs_.size(); }
+  const DoublingJob& job(size_t j) const { return jobs_[j]; }
+  int total() const { return total_; }
+  // The size step 1 gives the job: requested (inelastic) or the minimum (elastic).
+  int base(size_t j) const { return jobs_[j].elastic ? jobs_[j].min_gpus : jobs_[j].requested; }
+  // Largest size a doubling may reach.
+  int cap(size_t j) const { return std::min(jobs_[j].max_gpus, std::max(total_, 1)); }
+
+  // Sizes the static problem allows and the cluster could hold, whether or not v(n) > 0.
+  std::vector<int> choices(size_t j) const {
+    const DoublingJob& job = jobs_[j];
+    if (!job.elastic) return {job.requested};
+    std::vector<int> out;
+    for (long n = job.min_gpus; n <= cap(j); n *= 2) out.push_back(static_cast<int>(n));
+    if (out.empty()) out.push_back(job.min_gpus);
+    return out;
+  }
+
+  double speed(size_t j, int n) const {
+    auto it = speeds_[j].find(n);
+    return it != speeds_[j].end() ? it->second : 0.0;
+  }
+  // R / v(n); infinite where the job cannot run on n GPUs.
+  double run_time(size_t j, int n) const {
+    double v = speed(j, n);
+    if (!(v > 0)) return kInf;
+    return jobs_[j].remaining / v;
+  }
+  // Whether the current size of a running job is one the round may keep.
+  bool current_is_valid(size_t j) const {
+    const DoublingJob& job = jobs_[j];
+    if (!job.running) return false;
+    int c = job.current_gpus;
+    bool allowed = job.elastic ? (is_power_of_two(c) && c >= job.min_gpus && c <= job.max_gpus)
+                               : c == job.requested;
+    return allowed && speed(j, c) > 0;
+  }
+
+ private:
+  void eval(size_t j, int n) {
+    if (speeds_[j].count(n)) return;
+    double v = jobs_[j].speed(n);
+    if (!(v >= 0) || !std::isfinite(v))
+      throw InputError(job_name(j) + ": speed on " + std::to_string(n) + " GPUs is " + number(v) +
+                       " iterations/s; must be finite and >= 0");
+    speeds_[j][n] = v;
+  }
+
+  const std::vector<DoublingJob>& jobs_;
+  int total_;
+  std::vector<std::map<int, double>> speeds_;
+};
+
+// Why a job waits after admission.
+enum class WaitWhy { None, NoSpeed, TooBig, NoRoom };
+
+struct Assignment {
+  std::vector<int> gpus;         // 0 = waits
+  std::vector<WaitWhy> wait_why;
+  std::vector<int> free_at_turn; // free GPUs when admission reached the job
+  int free = 0;
+  int admitted = 0;
+};
+
+// The doubling heuristic for one round. One object per call; run() does the protocol.
+class DoublingRound {
+ public:
+  DoublingRound(const std::vector<DoublingJob>& jobs, const std::vector<int>& order, int total_gpus,
+                const ResizeCosts& costs, double now_s, const DoublingSteps& steps)
+      : curves_(jobs, total_gpus), costs_(costs), now_s_(now_s), steps_(steps) {
+    if (!(costs.restart_s >= 0) || !std::isfinite(costs.restart_s))
+      throw InputError("doubling: restart cost must be finite and >= 0, got " +
+                       number(costs.restart_s));
+    if (!(costs.min_gain_multiple >= 0) || !std::isfinite(costs.min_gain_multiple))
+      throw InputError("doubling: min_gain_multiple must be finite and >= 0");
+    if (!(costs.min_interval_s >= 0) || std::isnan(costs.min_interval_s))
+      throw InputError("doubling: min_interval_s must be >= 0");
+    if (std::isnan(now_s)) throw InputError("doubling: now_s is not a number");
+    if (order.size() != jobs.size())
+      throw InputError("doubling: order lists " + std::to_string(order.size()) +
+                       " jobs, expected every one of the " + std::to_string(jobs.size()));
+    std::vector<char> seen(jobs.size(), 0);
+    for (size_t k = 0; k < order.size(); ++k) {
+      int j = order[k];
+      if (j < 0 || static_cast<size_t>(j) >= jobs.size())
+        throw InputError("doubling: order[" + std::to_string(k) + "] = " + std::to_string(j) +
+                         " is not a job index");
+      if (seen[j]) throw InputError("doubling: order lists " + job_name(j) + " twice");
+      seen[j] = 1;
+    }
+    order_ = order;
+    rank_.assign(jobs.size(), 0);
+    for (size_t k = 0; k < order.size(); ++k) rank_[order[k]] = static_cast<int>(k);
+  }
+
+  DoublingResult run() {
+    size_t n = curves_.size();
+    std::vector<char> pinned(n, 0);
+    std::vector<double> resize_gain(n, kInf);  // measured gain of each running job's resize
+    std::vector<char> pinned_for_interval(n, 0);
+    Assignment plan = plan_round(pinned);
+    // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
+    for (size_t pass = 0; pass <= n; ++pass) {
+      int worst = -1;
+      bool worst_interval = false;
+      double worst_gain = kInf;
+      double base_cost = planning_cost(plan);
+      for (size_t j = 0; j < n; ++j) {
+        const DoublingJob& job = curves_.job(j);
+        if (!job.running || pinned[j] || !curves_.current_is_valid(j)) continue;
+        if (plan.gpus[j] == job.current_gpus) continue;
+        std::vector<char> held = pinned;
+        held[j] = 1;
+        Assignment alt = plan_round(held);
+        // Gross gain: what holding the job would cost the plan, before this job's restart.
+        double gain = planning_cost(alt) - base_cost + costs_.restart_s;
+        resize_gain[j] = gain;
+        bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s &&
+                        alt.admitted >= plan.admitted;
+        bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
+        if (!too_soon && !too_small) continue;
+        // Interval violations first, then the smallest gain; ties by policy order.
+        if (worst < 0 || (too_soon && !worst_interval) ||
+            (too_soon == worst_interval &&
+             (gain < worst_gain || (gain == worst_gain && rank_[j] > rank_[worst])))) {
+          worst = static_cast<int>(j);
+          worst_interval = too_soon;
+          worst_gain = gain;
+        }
+      }
+      if (worst < 0) break;
+      pinned[worst] = 1;
+      pinned_for_interval[worst] = worst_interval;
+      plan = plan_round(pinned);
+    }
+    return describe(plan, pinned, pinned_for_interval, resize_gain);
+  }
+
+ private:
+  // cost(n): R / v(n), plus C when a running job's size changes.
+  double cost(size_t j, int n) const {
+    double t = curves_.run_time(j, n);
+    const DoublingJob& job = curves_.job(j);
+    if (job.running && n != job.current_gpus) t += costs_.restart_s;
+    return t;
+  }
+
+  bool may_resize(size_t j, const std::vector<char>& pinned) const {
+    return curves_.job(j).elastic && !pinned[j];
+  }
+
+  // Steps 1 and 2 (and our local improvement) with `pinned` jobs held at their current size.
+  Assignment plan_round(const std::vector<char>& pinned) const {
+    size_t n = curves_.size();
+    Assignment a;
+    a.gpus.assign(n, 0);
+    a.wait_why.assign(n, WaitWhy::None);
+    a.free_at_turn.assign(n, 0);
+    a.free = curves_.total();
+    auto admit = [&](size_t j, int size) {
+      a.free_at_turn[j] = a.free;
+      if (curves_.speed(j, size) <= 0) {
+        a.wait_why[j] = WaitWhy::NoSpeed;
+      } else if (size > curves_.total()) {
+        a.wait_why[j] = WaitWhy::TooBig;
+      } else if (size > a.free) {
+        a.wait_why[j] = WaitWhy::NoRoom;
+      } else {
+        a.gpus[j] = size;
+        a.free -= size;
+        ++a.admitted;
+      }
+    };
+    // Step 1: held jobs first, then everyone else at its base size, in policy order.
+    for (int j : order_)
+      if (pinned[j]) admit(j, curves_.job(j).current_gpus);
+    for (int j : order_)
+      if (!pinned[j]) admit(j, curves_.base(j));
+
+    // Step 2: greedy doubling by time improvement per added GPU.
+    using Candidate = std::tuple<double, int, int, int>;  // TI, -rank, job, size when pushed
+    std::priority_queue<Candidate> heap;
+    auto push = [&](size_t j) {
+      int cur = a.gpus[j];
+      if (cur <= 0 || !may_resize(j, pinned)) return;
+      long next = 2L * cur;
+      if (next > curves_.cap(j) || curves_.speed(j, static_cast<int>(next)) <= 0) return;
+      double ti = (cost(j, cur) - cost(j, static_cast<int>(next))) / cur;
+      if (ti > 0) heap.emplace(ti, -rank_[j], static_cast<int>(j), cur);
+    };
+    for (size_t j = 0; j < n; ++j) push(j);
+    while (!heap.empty()) {
+      auto [ti, neg_rank, j, size] = heap.top();
+      heap.pop();
+      (void)ti;
+      (void)neg_rank;
+      if (a.gpus[j] != size || size > a.free) continue;  // stale, or no longer fits (free only falls)
+      a.gpus[j] = 2 * size;
+      a.free -= size;
+      push(j);
+    }
+
+    if (steps_.local_improvement) improve_locally(a, pinned);
+    return a;
+  }
+
+  // Ours: best-improvement local search over three moves while the objective falls.
+  void improve_locally(Assignment& a, const std::vector<char>& pinned) const {
+    size_t n = curves_.size();
+    double scale = 0;
+    for (size_t j = 0; j < n; ++j)
+      if (a.gpus[j] > 0) scale += cost(j, a.gpus[j]);
+    const double eps = 1e-9 * std::max(1.0, scale);
+    auto can_halve = [&](size_t i) {
+      int g = a.gpus[i];
+      return g > 0 && may_resize(i, pinned) && g / 2 >= curves_.job(i).min_gpus &&
+             curves_.speed(i, g / 2) > 0;
+    };
+    auto can_double = [&](size_t j) {
+      int g = a.gpus[j];
+      return g > 0 && may_resize(j, pinned) && 2L * g <= curves_.cap(j) &&
+             curves_.speed(j, 2 * g) > 0;
+    };
+    // Each move strictly lowers a bounded-below objective over a finite set; the cap is a guard.
+    for (int iter = 0; iter < 100000; ++iter) {
+      std::vector<double> halve_delta(n, kInf), double_delta(n, kInf);
+      for (size_t j = 0; j < n; ++j) {
+        if (can_halve(j)) halve_delta[j] = cost(j, a.gpus[j] / 2) - cost(j, a.gpus[j]);
+        if (can_double(j)) double_delta[j] = cost(j, 2 * a.gpus[j]) - cost(j, a.gpus[j]);
+      }
+      double best = -eps;
+      int best_i = -1, best_j = -1;
+      for (size_t j = 0; j < n; ++j) {
+        if (double_delta[j] < best && a.gpus[j] <= a.free) {
+          best = double_delta[j];
+          best_i = -1;
+          best_j = static_cast<int>(j);
+        }
+        if (halve_delta[j] < best) {
+          best = halve_delta[j];
+          best_i = static_cast<int>(j);
+          best_j = -1;
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (halve_delta[i] == kInf) continue;
+        for (size_t j = 0; j < n; ++j) {
+          if (i == j || double_delta[j] == kInf) continue;
+          if (a.gpus[j] > a.free + a.gpus[i] / 2) continue;
+          double d = halve_delta[i] + double_delta[j];
+          if (d < best) {
+            best = d;
+            best_i = static_cast<int>(i);
+            best_j = static_cast<int>(j);
+          }
+        }
+      }
+      if (best_i < 0 && best_j < 0) break;
+      if (best_i >= 0) {
+        a.free += a.gpus[best_i] / 2;
+        a.gpus[best_i] /= 2;
+      }
+      if (best_j >= 0) {
+        a.free -= a.gpus[best_j];
+        a.gpus[best_j] *= 2;
+      }
+    }
+  }
+
+  // Sum of costs of the jobs that run plus, for waiting jobs, an estimate of when they could
+  // start (the planned jobs' finish times free GPUs) and their run at base size. Only used to
+  // compare plans of the same round.
+  double planning_cost(const Assignment& a) const {
+    size_t n = curves_.size();
+    double total = 0;
+    std::vector<std::pair<double, int>> finishes;  // finish time, GPUs freed
+    for (size_t j = 0; j < n; ++j)
+      if (a.gpus[j] > 0) {
+        double c = cost(j, a.gpus[j]);
+        total += c;
+        finishes.emplace_back(c, a.gpus[j]);
+      }
+    std::sort(finishes.begin(), finishes.end());
+    for (size_t j = 0; j < n; ++j) {
+      if (a.gpus[j] > 0 || a.wait_why[j] != WaitWhy::NoRoom) continue;
+      int need = curves_.base(j);
+      int free = a.free;
+      double start = 0;
+      for (const auto& [t, g] : finishes) {
+        if (free >= need) break;
+        free += g;
+        start = t;
+      }
+      double run = curves_.run_time(j, need);
+      if (curves_.job(j).running) run += costs_.restart_s;  // it resumes later
+      total += start + run;
+    }
+    return total;
+  }
+
+  DoublingResult describe(const Assignment& a, const std::vector<char>& pinned,
+                          const std::vector<char>& pinned_for_interval,
+                          const std::vector<double>& resize_gain) const {
+    size_t n = curves_.size();
+    DoublingResult r;
+    r.gpus = a.gpus;
+    r.reasons.resize(n);
+    std::string multiple = number(costs_.min_gain_multiple) + " x restart cost";
+    for (size_t j = 0; j < n; ++j) {
+      const DoublingJob& job = curves_.job(j);
+      int g = a.gpus[j];
+      int b = curves_.base(j);
+      std::string& why = r.reasons[j];
+      if (g == 0) {
+        std::string lead = job.running ? "stopped: " : "waits: ";
+        switch (a.wait_why[j]) {
+          case WaitWhy::NoSpeed:
+            why = lead + "no known speed on its minimum of " + std::to_string(b) + " GPUs";
+            break;
+          case WaitWhy::TooBig:
+            why = lead + "needs " + std::to_string(b) + " GPUs, more than the " +
+                  std::to_string(curves_.total()) + " available";
+            break;
+          default:
+            why = a.free_at_turn[j] == 0
+                      ? lead + "no GPU left after higher-priority jobs"
+                      : lead + "needs " + std::to_string(b) + " GPUs, only " +
+                            std::to_string(a.free_at_turn[j]) + " left after higher-priority jobs";
+        }
+        continue;
+      }
+      r.objective_s += cost(j, g);
+      if (!job.elastic) {
+        why = "runs at its requested " + std::to_string(g) + " GPUs (inelastic)";
+        continue;
+      }
+      if (job.running && pinned[j]) {
+        if (pinned_for_interval[j])
+          why = "kept at " + std::to_string(g) + ": resized " +
+                seconds(now_s_ - job.last_resize_s) + " ago, minimum interval " +
+                seconds(costs_.min_interval_s);
+        else
+          why = "kept at " + std::to_string(g) + ": gain " + seconds(resize_gain[j]) + " < " +
+                multiple;
+        continue;
+      }
+      if (job.running && g != job.current_gpus) {
+        std::string move = std::to_string(job.current_gpus) + "->" + std::to_string(g);
+        if (!curves_.current_is_valid(j))
+          why = "resized " + move + ": " + std::to_string(job.current_gpus) +
+                " GPUs is not one of its allowed sizes";
+        else if (g > job.current_gpus)
+          why = "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " + multiple;
+        else
+          why = "shrinks " + move + ": the plan gains " + seconds(resize_gain[j]) +
+                " from its GPUs, at least " + multiple;
+        continue;
+      }
+      std::string verb = job.running ? "keeps " : "starts at ";
+      if (g > b) {
+        double ti = (cost(j, g / 2) - cost(j, g)) / (g / 2);
+        if (job.running)
+          why = "keeps " + std::to_string(g) + ": its last doubling still saves " + seconds(ti) +
+                " per added GPU";
+        else
+          why = "doubled " + std::to_string(g / 2) + "->" + std::to_string(g) + ": saves " +
+                seconds(ti) + " per added GPU";
+        continue;
+      }
+      // At its base size: say what stopped the doubling.
+      long next = 2L * g;
+      if (next > job.max_gpus)
+        why = verb + std::to_string(g) + ": its maximum";
+      else if (next > curves_.total() || curves_.speed(j, static_cast<int>(next)) <= 0)
+        why = verb + std::to_string(g) + ": no known speed on " + std::to_string(next) + " GPUs";
+      else if (cost(j, static_cast<int>(next)) >= cost(j, g))
+        why = verb + std::to_string(g) + ": " + std::to_string(next) + " GPUs would not be faster";
+      else if (a.free < g)
+        why = verb + std::to_string(g) + ": doubling needs " + std::to_string(g) +
+              " more GPUs, " + std::to_string(a.free) + " free after larger gains";
+      else
+        why = verb + std::to_string(g) + ": its GPUs save more time in other jobs";
+    }
+    return r;
+  }
+
+  JobCurves curves_;
+  ResizeCosts costs_;
+  double now_s_;
+  DoublingSteps steps_;
+  std::vector<int> order_;
+  std::vector<int> rank_;
+};
+
+}  // namespace
+
+DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,
+                                  int total_gpus, const ResizeCosts& costs, double now_s,
+                                  const DoublingSteps& steps) {
+  return DoublingRound(jobs, order, total_gpus, costs, now_s, steps).run();
+}
+
+DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,
+                                  int total_gpus, const ResizeCosts& costs, double now_s) {
+  return doubling_heuristic(jobs, order, total_gpus, costs, now_s, DoublingSteps{});
+}
+
+// Multiple-choice knapsack: best[g] = least sum of run times of the jobs so far using exactly g
+// GPUs; each job picks one of its sizes. Restart costs are not part of the static problem.
+DoublingResult optimal_static(const std::vector<DoublingJob>& jobs, int total_gpus) {
+  JobCurves curves(jobs, total_gpus);
+  size_t n = curves.size();
+  std::vector<std::vector<int>> options(n);
+  long need = 0, reach = 0;
+  for (size_t j = 0; j < n; ++j) {
+    for (int s : curves.choices(j))
+      if (s <= total_gpus && curves.speed(j, s) > 0) options[j].push_back(s);
+    if (options[j].empty())
+      throw InputError(job_name(j) + ": cannot run on any allowed size within " +
+                       std::to_string(total_gpus) + " GPUs (no size with a known speed fits)");
+    need += options[j].front();
+    reach += options[j].back();
+  }
+  if (need > total_gpus)
+    throw InputError("doubling: the jobs' minimum sizes need " + std::to_string(need) +
+                     " GPUs, only " + std::to_string(total_gpus) + " available");
+  int cap = static_cast<int>(std::min<long>(total_gpus, reach));
+  std::vector<double> best(cap + 1, kInf), next(cap + 1);
+  best[0] = 0;
+  // pick[j][g]: index into options[j] of the size job j takes when the first j+1 use g GPUs.
+  std::vector<std::vector<int8_t>> pick(n, std::vector<int8_t>(cap + 1, -1));
+  for (size_t j = 0; j < n; ++j) {
+    std::fill(next.begin(), next.end(), kInf);
+    for (size_t k = 0; k < options[j].size(); ++k) {
+      int s = options[j][k];
+      double t = curves.run_time(j, s);
+      for (int g = s; g <= cap; ++g) {
+        if (best[g - s] == kInf) continue;
+        double v = best[g - s] + t;
+        if (v < next[g]) {
+          next[g] = v;
+          pick[j][g] = static_cast<int8_t>(k);
+        }
+      }
+    }
+    best.swap(next);
+  }
+  int g = static_cast<int>(std::min_element(best.begin(), best.end()) - best.begin());
+  DoublingResult r;
+  r.objective_s = best[g];
+  r.gpus.assign(n, 0);
+  r.reasons.resize(n);
+  for (size_t j = n; j-- > 0;) {
+    int s = options[j][pick[j][g]];
+    r.gpus[j] = s;
+    r.reasons[j] = "runs at " + std::to_string(s) + " GPUs in the exact optimum";
+    g -= s;
+  }
+  return r;
+}
+
+}  // namespace ringsched

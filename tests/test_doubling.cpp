@@ -1,0 +1,418 @@
+// Doubling heuristic and the exact DP (policy/doubling.cpp): exactness against brute force, the
+// heuristic never beating the optimum, restart cost, hysteresis, admission, a real speed curve
+// that drops, and bad input.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ringsched/doubling.h"
+#include "ringsched/doubling_steps.h"
+#include "ringsched/throughput.h"
+
+using namespace ringsched;
+
+namespace {
+
+// A speed curve given at powers of two (and any other listed size); 0 elsewhere.
+std::function<double(int)> curve(std::map<int, double> points) {
+  return [points](int n) {
+    auto it = points.find(n);
+    return it == points.end() ? 0.0 : it->second;
+  };
+}
+
+// Each doubling multiplies the speed by 2 * efficiency: v(n) = v1 * (2 * efficiency)^log2(n).
+std::function<double(int)> scaling(double v1, double efficiency) {
+  return [v1, efficiency](int n) {
+    double v = v1;
+    for (int k = 1; k < n; k *= 2) v *= 2 * efficiency;
+    return v;
+  };
+}
+
+DoublingJob elastic(double remaining, int min, int max, std::function<double(int)> speed) {
+  DoublingJob j;
+  j.remaining = remaining;
+  j.min_gpus = min;
+  j.max_gpus = max;
+  j.elastic = true;
+  j.requested = min;
+  j.speed = std::move(speed);
+  return j;
+}
+
+DoublingJob running(DoublingJob j, int current, double last_resize_s) {
+  j.running = true;
+  j.current_gpus = current;
+  j.last_resize_s = last_resize_s;
+  return j;
+}
+
+std::vector<int> identity(size_t n) {
+  std::vector<int> o(n);
+  for (size_t i = 0; i < n; ++i) o[i] = static_cast<int>(i);
+  return o;
+}
+
+ResizeCosts no_hysteresis(double restart_s) {
+  ResizeCosts c;
+  c.restart_s = restart_s;
+  c.min_gain_multiple = 0;
+  c.min_interval_s = 0;
+  return c;
+}
+
+double plan_time(const std::vector<DoublingJob>& jobs, const std::vector<int>& gpus) {
+  double t = 0;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    if (gpus[j] > 0) t += jobs[j].remaining / jobs[j].speed(gpus[j]);
+  return t;
+}
+
+// Random static instance: speed curves that may rise, flatten or drop; some inelastic jobs.
+std::vector<DoublingJob> random_instance(std::mt19937& rng, int jobs, int* total_gpus) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<DoublingJob> out;
+  int need = 0;
+  for (int j = 0; j < jobs; ++j) {
+    std::map<int, double> pts;
+    double v = 0.5 + 5 * unit(rng);
+    for (int n = 1; n <= 64; n *= 2) {
+      pts[n] = v;
+      v *= 0.6 + 1.4 * unit(rng);  // 0.6x (drop) .. 2x (perfect) per doubling
+    }
+    DoublingJob job;
+    job.remaining = 100 + 10000 * unit(rng);
+    if (unit(rng) < 0.25) {
+      job.elastic = false;
+      job.requested = 1 + static_cast<int>(rng() % 5);  // also non powers of two
+      pts[job.requested] = 0.5 + 5 * unit(rng);
+      job.min_gpus = 1;
+      job.max_gpus = job.requested;
+      need += job.requested;
+    } else {
+      job.min_gpus = 1 << (rng() % 3);
+      job.max_gpus = job.min_gpus << (rng() % 4);
+      need += job.min_gpus;
+    }
+    job.speed = curve(pts);
+    out.push_back(job);
+  }
+  *total_gpus = need + static_cast<int>(rng() % 24);
+  return out;
+}
+
+// Exhaustive search over every job's sizes.
+double brute_force(const std::vector<DoublingJob>& jobs, int total_gpus) {
+  double best = INFINITY;
+  std::vector<int> gpus(jobs.size());
+  std::function<void(size_t, int, double)> go = [&](size_t j, int used, double t) {
+    if (j == jobs.size()) {
+      best = std::min(best, t);
+      return;
+    }
+    const DoublingJob& job = jobs[j];
+    std::vector<int> sizes;
+    if (!job.elastic)
+      sizes = {job.requested};
+    else
+      for (int n = job.min_gpus; n <= job.max_gpus; n *= 2) sizes.push_back(n);
+    for (int n : sizes) {
+      double v = job.speed(n);
+      if (v <= 0 || used + n > total_gpus) continue;
+      go(j + 1, used + n, t + job.remaining / v);
+    }
+  };
+  go(0, 0, 0);
+  return best;
+}
+
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+class DoublingTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(DoublingTest);
+  CPPUNIT_TEST(dp_equals_brute_force);
+  CPPUNIT_TEST(heuristic_never_beats_dp);
+  CPPUNIT_TEST(local_improvement_never_worse_than_paper);
+  CPPUNIT_TEST(greedy_doubles_largest_improvement_first);
+  CPPUNIT_TEST(restart_cost_counted);
+  CPPUNIT_TEST(hysteresis_keeps_small_gain);
+  CPPUNIT_TEST(min_interval_holds);
+  CPPUNIT_TEST(running_job_shrinks_to_admit_waiting_job);
+  CPPUNIT_TEST(inelastic_jobs_keep_their_count);
+  CPPUNIT_TEST(jobs_that_do_not_fit_wait);
+  CPPUNIT_TEST(dropping_speed_curve_not_doubled_into);
+  CPPUNIT_TEST(bad_input_throws_naming_job);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void dp_equals_brute_force() {
+    std::mt19937 rng(7);
+    for (int trial = 0; trial < 300; ++trial) {
+      int total;
+      auto jobs = random_instance(rng, 1 + trial % 5, &total);
+      DoublingResult dp = optimal_static(jobs, total);
+      double bf = brute_force(jobs, total);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(bf, dp.objective_s, 1e-9 * bf);
+      // The returned sizes are feasible and achieve the stated objective.
+      int used = 0;
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        used += dp.gpus[j];
+        if (!jobs[j].elastic) CPPUNIT_ASSERT_EQUAL(jobs[j].requested, dp.gpus[j]);
+      }
+      CPPUNIT_ASSERT(used <= total);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(dp.objective_s, plan_time(jobs, dp.gpus), 1e-9 * bf);
+    }
+  }
+
+  void heuristic_never_beats_dp() {
+    std::mt19937 rng(11);
+    int compared = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      int total;
+      auto jobs = random_instance(rng, 1 + trial % 8, &total);
+      // Half of the instances have running jobs (restart cost, hysteresis): the DP ignores the
+      // restart cost, so whenever every job runs the heuristic still cannot be below it.
+      if (trial % 2)
+        for (size_t j = 0; j < jobs.size(); j += 2)
+          if (jobs[j].elastic) jobs[j] = running(jobs[j], jobs[j].min_gpus, -1e9);
+      DoublingResult dp = optimal_static(jobs, total);
+      for (bool local : {false, true}) {
+        DoublingResult h = doubling_heuristic(jobs, identity(jobs.size()), total, ResizeCosts{},
+                                              0.0, DoublingSteps{local});
+        int used = 0;
+        bool all_run = true;
+        for (int g : h.gpus) {
+          used += g;
+          all_run = all_run && g > 0;
+        }
+        CPPUNIT_ASSERT(used <= total);
+        if (!all_run) continue;
+        ++compared;
+        CPPUNIT_ASSERT(h.objective_s >= dp.objective_s * (1 - 1e-12));
+      }
+    }
+    CPPUNIT_ASSERT(compared > 500);  // the property was actually exercised
+  }
+
+  void local_improvement_never_worse_than_paper() {
+    std::mt19937 rng(13);
+    int strictly_better = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      int total;
+      auto jobs = random_instance(rng, 2 + trial % 8, &total);
+      auto order = identity(jobs.size());
+      DoublingResult paper = doubling_heuristic(jobs, order, total, ResizeCosts{}, 0, DoublingSteps{false});
+      DoublingResult ours = doubling_heuristic(jobs, order, total, ResizeCosts{}, 0, DoublingSteps{true});
+      CPPUNIT_ASSERT(ours.objective_s <= paper.objective_s * (1 + 1e-12));
+      if (ours.objective_s < paper.objective_s * (1 - 1e-9)) ++strictly_better;
+    }
+    CPPUNIT_ASSERT(strictly_better > 0);
+  }
+
+  void greedy_doubles_largest_improvement_first() {
+    // Two jobs, 3 GPUs: one doubling possible. Job 1 gains more per added GPU.
+    std::vector<DoublingJob> jobs = {elastic(1000, 1, 4, scaling(1.0, 0.6)),
+                                     elastic(1000, 1, 4, scaling(1.0, 0.9))};
+    DoublingResult r = doubling_heuristic(jobs, {0, 1}, 3, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT_EQUAL(1, r.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(2, r.gpus[1]);
+    // TI = (1000/1 - 1000/1.8) / 1 = 444.4 s per added GPU.
+    CPPUNIT_ASSERT_EQUAL(std::string("doubled 1->2: saves 444 s per added GPU"), r.reasons[1]);
+    CPPUNIT_ASSERT(contains(r.reasons[0], "starts at 1"));
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(1000.0 + 1000.0 / 1.8, r.objective_s, 1e-9);
+  }
+
+  void restart_cost_counted() {
+    // A runs at 2, B waits; both have the same curve and 2 free GPUs after their minimums.
+    // Without a restart cost, policy order breaks the tie for A; with one, B's doubling is
+    // worth more because A would pay the restart.
+    auto a = running(elastic(2000, 2, 4, scaling(1.0, 0.8)), 2, -1e9);
+    auto b = elastic(2000, 2, 4, scaling(1.0, 0.8));
+    DoublingResult free_restart = doubling_heuristic({a, b}, {0, 1}, 6, no_hysteresis(0), 0);
+    CPPUNIT_ASSERT_EQUAL(4, free_restart.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(2, free_restart.gpus[1]);
+    DoublingResult costly = doubling_heuristic({a, b}, {0, 1}, 6, no_hysteresis(60), 0);
+    CPPUNIT_ASSERT_EQUAL(2, costly.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(4, costly.gpus[1]);
+    // The objective charges the restart to a job that is resized.
+    auto c = running(elastic(2000, 1, 4, scaling(1.0, 0.8)), 1, -1e9);
+    DoublingResult grown = doubling_heuristic({c}, {0}, 4, no_hysteresis(60), 0);
+    CPPUNIT_ASSERT_EQUAL(4, grown.gpus[0]);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(2000 / (1.0 * 1.6 * 1.6) + 60, grown.objective_s, 1e-9);
+    CPPUNIT_ASSERT(contains(grown.reasons[0], "grows 1->4"));
+  }
+
+  void hysteresis_keeps_small_gain() {
+    // v = 0.9, 1.53, 2.601 on 1, 2, 4 GPUs. Growing 2->4 saves 2000/1.53 - 2000/2.601 = 538 s:
+    // more than 2 x 250 s, less than 2 x 300 s.
+    auto job = running(elastic(2000, 1, 4, scaling(0.9, 0.85)), 2, -1e9);
+    ResizeCosts costs;
+    costs.restart_s = 300;
+    costs.min_gain_multiple = 2;
+    costs.min_interval_s = 0;
+    DoublingResult kept = doubling_heuristic({job}, {0}, 4, costs, 0);
+    CPPUNIT_ASSERT_EQUAL(2, kept.gpus[0]);
+    CPPUNIT_ASSERT(contains(kept.reasons[0], "kept at 2: gain 538 s < 2 x restart cost"));
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(2000 / 1.53, kept.objective_s, 1e-9);  // no restart charged
+    costs.restart_s = 250;
+    DoublingResult grown = doubling_heuristic({job}, {0}, 4, costs, 0);
+    CPPUNIT_ASSERT_EQUAL(4, grown.gpus[0]);
+    CPPUNIT_ASSERT(contains(grown.reasons[0], "grows 2->4: saves 538 s"));
+  }
+
+  void min_interval_holds() {
+    auto job = running(elastic(1e6, 1, 8, scaling(1.0, 0.9)), 2, 1000.0);
+    ResizeCosts costs;  // 30 s restart, gain x2, 300 s interval
+    DoublingResult early = doubling_heuristic({job}, {0}, 8, costs, 1100.0);
+    CPPUNIT_ASSERT_EQUAL(2, early.gpus[0]);
+    CPPUNIT_ASSERT(contains(early.reasons[0], "kept at 2: resized 100 s ago, minimum interval 300 s"));
+    DoublingResult later = doubling_heuristic({job}, {0}, 8, costs, 1300.0);
+    CPPUNIT_ASSERT_EQUAL(8, later.gpus[0]);
+  }
+
+  void running_job_shrinks_to_admit_waiting_job() {
+    // A holds all 8 GPUs and was resized just now; B arrives. Letting B start now beats making
+    // it wait for A, so A gives GPUs back despite the interval (admission is not a gain resize).
+    auto a = running(elastic(1e5, 1, 8, scaling(1.0, 0.9)), 8, 0.0);
+    auto b = elastic(1e5, 1, 8, scaling(1.0, 0.9));
+    ResizeCosts costs;
+    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, costs, 10.0);
+    CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(4, r.gpus[1]);
+    CPPUNIT_ASSERT(contains(r.reasons[0], "shrinks 8->4"));
+    // Growth alone still respects the interval: with 16 GPUs B fits beside A, A stays at 8.
+    DoublingResult roomy = doubling_heuristic({a, b}, {0, 1}, 16, costs, 10.0);
+    CPPUNIT_ASSERT_EQUAL(8, roomy.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(8, roomy.gpus[1]);
+    // A almost done (5 s left at 8 GPUs): shrinking it gains B less than 2 x restart cost.
+    auto nearly_done = running(elastic(5 * 1.0 * 1.8 * 1.8 * 1.8, 1, 8, scaling(1.0, 0.9)), 8, -1e9);
+    auto short_b = elastic(10, 1, 8, scaling(1.0, 0.9));
+    DoublingResult wait = doubling_heuristic({nearly_done, short_b}, {0, 1}, 8, costs, 10.0);
+    CPPUNIT_ASSERT_EQUAL(8, wait.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(0, wait.gpus[1]);
+    CPPUNIT_ASSERT(contains(wait.reasons[0], "kept at 8: gain"));
+    CPPUNIT_ASSERT(contains(wait.reasons[1], "waits: no GPU left after higher-priority jobs"));
+  }
+
+  void inelastic_jobs_keep_their_count() {
+    DoublingJob fixed = elastic(1e6, 1, 3, scaling(1.0, 1.0));
+    fixed.elastic = false;
+    fixed.requested = 3;
+    fixed.speed = curve({{3, 2.0}});
+    auto other = elastic(10, 1, 4, scaling(1.0, 1.0));
+    for (bool local : {false, true}) {
+      DoublingResult r = doubling_heuristic({fixed, other}, {0, 1}, 16, ResizeCosts{}, 0,
+                                            DoublingSteps{local});
+      CPPUNIT_ASSERT_EQUAL(3, r.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL(4, r.gpus[1]);
+      CPPUNIT_ASSERT(contains(r.reasons[0], "requested 3 GPUs (inelastic)"));
+    }
+    CPPUNIT_ASSERT_EQUAL(3, optimal_static({fixed, other}, 16).gpus[0]);
+    // A running inelastic job is never resized either.
+    auto held = running(fixed, 3, -1e9);
+    CPPUNIT_ASSERT_EQUAL(3, doubling_heuristic({held}, {0}, 64, ResizeCosts{}, 0).gpus[0]);
+  }
+
+  void jobs_that_do_not_fit_wait() {
+    std::vector<DoublingJob> jobs = {elastic(100, 4, 8, scaling(1, 0.9)),
+                                     elastic(100, 2, 8, scaling(1, 0.9)),
+                                     elastic(1, 1, 8, scaling(1, 0.9)),
+                                     elastic(100, 8, 8, scaling(1, 0.9))};
+    DoublingResult r = doubling_heuristic(jobs, {3, 0, 1, 2}, 9, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT_EQUAL(8, r.gpus[3]);  // first in order
+    CPPUNIT_ASSERT_EQUAL(0, r.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(0, r.gpus[1]);
+    CPPUNIT_ASSERT_EQUAL(1, r.gpus[2]);  // first fit: the 1-GPU job still starts
+    CPPUNIT_ASSERT(contains(r.reasons[0], "waits: needs 4 GPUs, only 1 left after higher-priority jobs"));
+    CPPUNIT_ASSERT(contains(r.reasons[1], "waits"));
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(100 / (1.8 * 1.8 * 1.8) + 1, r.objective_s, 1e-9);
+    // More than the whole cluster, and no speed at the minimum.
+    auto huge = elastic(100, 16, 16, scaling(1, 0.9));
+    auto unknown = elastic(100, 1, 4, curve({}));
+    DoublingResult w = doubling_heuristic({huge, unknown}, {0, 1}, 8, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT_EQUAL(0, w.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(0, w.gpus[1]);
+    CPPUNIT_ASSERT(contains(w.reasons[0], "more than the 8 available"));
+    CPPUNIT_ASSERT(contains(w.reasons[1], "no known speed"));
+    // The DP refuses an instance whose minimums do not fit.
+    CPPUNIT_ASSERT(contains(what_of([&] { optimal_static(jobs, 9); }), "need 15 GPUs, only 9"));
+  }
+
+  void dropping_speed_curve_not_doubled_into() {
+    // ElasticFlow resnet50-b64 on A100: 22.7 it/s at 32 GPUs, 21.0 at 64.
+    ThroughputModel model(ProfileTable::load_csv(std::string(RINGSCHED_SRCDIR) +
+                                                 "/data/profiles/elasticflow.csv"));
+    auto speed = [&model](int n) { return model.iters_per_s("resnet50-b64", "a100", n); };
+    CPPUNIT_ASSERT(speed(64) < speed(32));
+    auto job = elastic(50000, 1, 64, speed);
+    for (bool local : {false, true}) {
+      DoublingResult r = doubling_heuristic({job}, {0}, 64, ResizeCosts{}, 0, DoublingSteps{local});
+      CPPUNIT_ASSERT_EQUAL(32, r.gpus[0]);
+    }
+    CPPUNIT_ASSERT_EQUAL(32, optimal_static({job}, 64).gpus[0]);
+    // The same job running at 32 stays there.
+    auto at32 = running(job, 32, -1e9);
+    DoublingResult kept = doubling_heuristic({at32}, {0}, 64, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT_EQUAL(32, kept.gpus[0]);
+    CPPUNIT_ASSERT(contains(kept.reasons[0], "64 GPUs would not be faster") ||
+                   contains(kept.reasons[0], "keeps 32"));
+  }
+
+  void bad_input_throws_naming_job() {
+    auto ok = elastic(100, 1, 4, scaling(1, 0.9));
+    auto min_over_max = elastic(100, 8, 4, scaling(1, 0.9));
+    auto odd_min = elastic(100, 3, 8, scaling(1, 0.9));
+    auto nan_speed = elastic(100, 1, 4, [](int) { return std::nan(""); });
+    auto no_speed = elastic(100, 1, 4, nullptr);
+    auto negative_remaining = elastic(-5, 1, 4, scaling(1, 0.9));
+    auto bad_running = running(elastic(100, 1, 4, scaling(1, 0.9)), 0, 0);
+    ResizeCosts costs;
+    auto heuristic = [&](std::vector<DoublingJob> jobs, int total) {
+      return what_of([&] { doubling_heuristic(jobs, identity(jobs.size()), total, costs, 0); });
+    };
+    auto dp = [&](std::vector<DoublingJob> jobs, int total) {
+      return what_of([&] { optimal_static(jobs, total); });
+    };
+    for (auto run : {std::function<std::string(std::vector<DoublingJob>, int)>(heuristic),
+                     std::function<std::string(std::vector<DoublingJob>, int)>(dp)}) {
+      CPPUNIT_ASSERT(contains(run({ok, min_over_max}, 16), "job 1: min_gpus 8 > max_gpus 4"));
+      CPPUNIT_ASSERT(contains(run({odd_min}, 16), "job 0: min_gpus 3 of an elastic job must be a power of two"));
+      CPPUNIT_ASSERT(contains(run({ok}, -1), "total_gpus must be >= 0, got -1"));
+      CPPUNIT_ASSERT(contains(run({ok, ok, nan_speed}, 16), "job 2: speed on 1 GPUs is nan"));
+      CPPUNIT_ASSERT(contains(run({no_speed}, 16), "job 0: no speed function"));
+      CPPUNIT_ASSERT(contains(run({ok, negative_remaining}, 16), "job 1: remaining iterations"));
+      CPPUNIT_ASSERT(contains(run({bad_running}, 16), "job 0: a running job needs current_gpus"));
+    }
+    CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok, ok}, {0}, 4, costs, 0); }),
+                            "order lists 1 jobs"));
+    CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok, ok}, {1, 1}, 4, costs, 0); }),
+                            "order lists job 1 twice"));
+    CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok}, {5}, 4, costs, 0); }),
+                            "order[0] = 5 is not a job index"));
+    ResizeCosts negative = costs;
+    negative.restart_s = -1;
+    CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok}, {0}, 4, negative, 0); }),
+                            "restart cost must be finite and >= 0"));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(DoublingTest);
