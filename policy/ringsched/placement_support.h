@@ -1,0 +1,73 @@
+// Internals of the heterogeneity-aware placement (placement.h) shared by the market, the MIP,
+// the tests and the evaluation program: problem validation, the memoised speed oracle, the sizes
+// a job may take, the built-in seed category and the objective without locality (what the MIP
+// optimises, so that the market's gap to it is measured on the same terms).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ringsched/placement.h"
+
+namespace ringsched {
+
+// Throws InputError naming the job (by index and model) or the field for: no throughput model,
+// an invalid cluster, non-positive or non-finite remaining work, an impossible GPU range, a job
+// no allowed GPU type of the cluster can run (unknown model or types), a running job holding
+// GPUs on a node the cluster does not have.
+void validate_placement_problem(const PlacementProblem& problem);
+
+// Sizes job j may take, ascending: the powers of two inside [min, max] when the problem asks for
+// them, plus min and max themselves (an inelastic job with min = max = 3 runs on 3), capped at
+// the usable GPUs of its allowed types.
+std::vector<int> placement_sizes(const PlacementProblem& problem, int job);
+
+// Speeds of jobs on per-type GPU counts, through ThroughputModel::iters_per_s_mixed, memoised per
+// (model, counts). The profile-table scan inside the model dominates its cost, so the oracle asks
+// a copy of the model restricted to the problem's models (the same points, hence the same fits and
+// numbers) unless a (model, type) is predicted by similarity, which only the original knows.
+class PlacementSpeeds {
+ public:
+  explicit PlacementSpeeds(const PlacementProblem& problem);
+  const std::vector<std::string>& types() const { return types_; }
+  int num_types() const { return static_cast<int>(types_.size()); }
+  // Usable GPUs of each type (indexed like types()).
+  const std::vector<int>& usable() const { return usable_; }
+  // Whether job j may use type t (allowed and known to the throughput model).
+  bool allowed(int job, int type) const { return allowed_[job][type]; }
+  // iterations/s of job j on counts[t] GPUs of each type t; no locality; 0 if it cannot run.
+  double speed(int job, const std::vector<int>& counts);
+  double single(int job, int type, int n);
+  // Distinct throughput-model evaluations so far.
+  long evaluations() const { return evaluations_; }
+
+ private:
+  struct CountsHash {
+    size_t operator()(const std::vector<int>& v) const;
+  };
+  const PlacementProblem& problem_;
+  std::vector<std::string> types_;
+  std::vector<int> usable_;
+  std::vector<std::vector<bool>> allowed_;
+  std::vector<int> model_index_;                  // job -> distinct model
+  std::vector<std::string> model_names_;
+  std::vector<const ThroughputModel*> oracle_;     // per distinct model
+  std::vector<std::unique_ptr<ThroughputModel>> restricted_;
+  std::vector<std::unordered_map<std::vector<int>, double, CountsHash>> cache_;
+  long evaluations_ = 0;
+};
+
+// A category (GPUs per job, 0 = waits) that a simple doubling pass on the pooled cluster gives:
+// every job at its smallest size while GPUs last, then the job that gains the most time per added
+// GPU doubles while it can. place_hetero uses it when called with an empty seed.
+std::vector<int> placement_seed_counts(const PlacementProblem& problem);
+
+// Sum of finish times of the jobs that run, from their per-type counts only: no locality, and a
+// running job pays the restart cost when its per-type counts differ from those it holds now. This
+// is the MIP's objective; optimal_placement_mip's objective_s equals it on its own result.
+double placement_objective_without_locality(const PlacementProblem& problem,
+                                            const PlacementResult& result);
+
+}  // namespace ringsched
