@@ -32,6 +32,7 @@ struct Options {
   unsigned seed = 1;
   int instances = 50;    // feature-perturbation draws
   double noise = 0.25;   // log-normal sigma of the perturbation
+  std::string partial_type = "p100";  // measured besides the reference in the partial variant
 };
 
 void usage(FILE* out) {
@@ -45,6 +46,8 @@ void usage(FILE* out) {
                "  --types A,B,..    GPU types compared (default: k80,p100,v100)\n"
                "  --reference T     reference type of the ratios (default: k80)\n"
                "  --k N             neighbours (default: 3)\n"
+               "  --partial T       also score models measured on T besides the reference\n"
+               "                    (default: p100; \"none\" to skip)\n"
                "  --instances N     draws of the feature-perturbation check (default: 50; 0: none)\n"
                "  --noise S         log-normal sigma of that perturbation (default: 0.25)\n"
                "  --seed N          seed of the perturbation draws (default: 1)\n"
@@ -85,11 +88,12 @@ struct Score {
   double abs_err = 0, rel_err = 0;
   // predicted_best: the rule's pick when it is not the largest predicted ratio.
   void add(const std::map<std::string, double>& pred, const std::map<std::string, double>& truth,
-           const std::string& ref, const std::string& predicted_best = "") {
+           const std::string& ref, const std::string& predicted_best = "",
+           const std::string& given = "") {
     ++models;
     if ((predicted_best.empty() ? best_of(pred) : predicted_best) == best_of(truth)) ++top1;
     for (const auto& [t, r] : truth) {
-      if (t == ref) continue;
+      if (t == ref || t == given) continue;
       double p = pred.count(t) ? pred.at(t) : 1.0;
       abs_err += std::fabs(p - r);
       rel_err += std::fabs(p - r) / r;
@@ -103,6 +107,8 @@ struct Score {
 
 struct Result {
   Score knn, newest, mean;
+  // Partial measurements: the left-out model's own ratio on one more type is known.
+  Score knn_partial, newest_partial, mean_partial;
   // Per-model rows (model, truth, knn prediction, neighbours).
   struct Row {
     std::string model;
@@ -168,6 +174,21 @@ Result evaluate(const ProfileTable& full, const FeatureTable& features,
       res.knn.add(p.ratios, truth[m], opt.reference);
       res.newest.add(newest, truth[m], opt.reference, newest_type);
       res.mean.add(mean, truth[m], opt.reference);
+      if (!opt.partial_type.empty()) {
+        // Scale each rule's ratios so that the measured type matches its measurement.
+        const std::string& u = opt.partial_type;
+        auto pin = [&](std::map<std::string, double> r) {
+          double f = truth[m].at(u) / r.at(u);
+          for (auto& [t, v] : r)
+            if (t != opt.reference) v *= f;
+          r[u] = truth[m].at(u);
+          return r;
+        };
+        res.knn_partial.add(pin(p.ratios), truth[m], opt.reference, "", u);
+        auto np = pin(newest);
+        res.newest_partial.add(np, truth[m], opt.reference, newest_type, u);
+        res.mean_partial.add(pin(mean), truth[m], opt.reference, "", u);
+      }
       Result::Row row{m, truth[m], p.ratios, ""};
       for (const Neighbour& n : p.neighbours) {
         char buf[96];
@@ -248,6 +269,9 @@ int main(int argc, char** argv) {
       opt.types = split(value());
     } else if (a == "--reference") {
       opt.reference = normalize_type(value());
+    } else if (a == "--partial") {
+      opt.partial_type = normalize_type(value());
+      if (opt.partial_type == "none") opt.partial_type.clear();
     } else if (a == "--k") {
       opt.k = static_cast<int>(integer(1, 100));
     } else if (a == "--instances") {
@@ -267,6 +291,13 @@ int main(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
+  }
+  if (!opt.partial_type.empty() &&
+      (opt.partial_type == opt.reference ||
+       std::find(opt.types.begin(), opt.types.end(), opt.partial_type) == opt.types.end())) {
+    std::fprintf(stderr, "eval_similarity: --partial %s must be one of --types other than %s\n",
+                 opt.partial_type.c_str(), opt.reference.c_str());
+    return 2;
   }
   try {
     ProfileTable full = ProfileTable::load_csv(opt.profiles);
@@ -303,6 +334,17 @@ int main(int argc, char** argv) {
     print_score_row("job type", knn_name, job.knn);
     print_score_row("job type", "newest GPU is best (+peak FP32)", job.newest);
     print_score_row("job type", "mean ratio of all models", job.mean);
+    std::string partial_json;
+    if (!opt.partial_type.empty()) {
+      std::string label = "arch+" + opt.partial_type;
+      print_score_row(label.c_str(), knn_name, arch.knn_partial);
+      print_score_row(label.c_str(), "newest GPU is best (+peak FP32)", arch.newest_partial);
+      print_score_row(label.c_str(), "mean ratio of all models", arch.mean_partial);
+      partial_json = ", \"leave_out_architecture_partial\": {\"measured\": \"" + opt.partial_type +
+                     "\", \"knn\": " + json_score(arch.knn_partial) +
+                     ", \"newest\": " + json_score(arch.newest_partial) +
+                     ", \"mean\": " + json_score(arch.mean_partial) + "}";
+    }
 
     std::printf("\nk sweep (k-NN only):\n%-6s %14s %14s %14s %14s\n", "k", "arch top-1", "arch MRE",
                 "job top-1", "job MRE");
@@ -346,6 +388,7 @@ int main(int argc, char** argv) {
                 json_score(arch.knn).c_str(), json_score(arch.newest).c_str(),
                 json_score(arch.mean).c_str(), json_score(job.knn).c_str(),
                 json_score(job.newest).c_str(), json_score(job.mean).c_str(), sweep_json.c_str());
+    std::printf("%s", partial_json.c_str());
     if (opt.instances > 0)
       std::printf(", \"perturbation\": {\"instances\": %d, \"noise\": %.3f, \"arch_top1_mean_pct\": "
                   "%.2f, \"min_pct\": %.2f, \"max_pct\": %.2f}",
