@@ -11,7 +11,7 @@ packages=(
   # build
   build-essential autoconf autoconf-archive automake libtool pkg-config dpkg-dev
   # libraries used by the policy library, the runtime and the tests
-  libjansson-dev libhwloc-dev libcppunit-dev libglpk-dev
+  libjansson-dev libhwloc-dev libcppunit-dev libglpk-dev libssl-dev
   # Slurm 22.05 and its build headers (the plugins are compiled against the source tree)
   slurmctld slurmd slurm-client munge libslurm-dev libmunge-dev libpam0g-dev
   # plots, ring-runtime comparisons, leak checks

@@ -1,0 +1,506 @@
+// tcp.cpp -- the TCP ring: authenticated connections to the next and from the previous member,
+// and one nonblocking engine, driven by the calling thread (no progress thread), that streams
+// framed segments: ring reduce-scatter + allgather with chunked pipelining, allgather-then-reduce
+// for small buffers, pipelined chain broadcast. Every wait has a deadline; keepalives and abort
+// frames travel forward so that the rank after a failed one names it and the rest hear of it.
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace ringrt {
+
+namespace {
+constexpr uint32_t kDataMagic = 0x44545252u;  // "RRTD"
+struct DHello {
+  uint32_t magic;
+  uint8_t session[16];
+  int32_t from;
+  int32_t to;
+  uint8_t nonce[16];
+  uint8_t mac[32];
+};
+struct DAck {
+  uint32_t magic;
+  uint8_t mac[32];
+};
+
+void dhello_mac(const std::string& secret, const DHello& h, uint8_t out[32]) {
+  uint8_t buf[11 + 16 + 8 + 16];
+  std::memcpy(buf, "ringrt-data", 11);
+  std::memcpy(buf + 11, h.session, 16);
+  std::memcpy(buf + 27, &h.from, 4);
+  std::memcpy(buf + 31, &h.to, 4);
+  std::memcpy(buf + 35, h.nonce, 16);
+  hmac_sha256(secret, buf, sizeof buf, out);
+}
+void dack_mac(const std::string& secret, const DHello& h, uint8_t out[32]) {
+  uint8_t buf[11 + 16 + 8 + 16];
+  std::memcpy(buf, "ringrt-dack", 11);
+  std::memcpy(buf + 11, h.session, 16);
+  std::memcpy(buf + 27, &h.to, 4);
+  std::memcpy(buf + 31, &h.from, 4);
+  std::memcpy(buf + 35, h.nonce, 16);
+  hmac_sha256(secret, buf, sizeof buf, out);
+}
+int ms_until(int64_t t, int64_t now) {
+  int64_t d = t - now;
+  if (d <= 0) return 0;
+  return static_cast<int>((d + 999999) / 1000000);
+}
+}  // namespace
+
+TcpRing::~TcpRing() = default;
+
+rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int>& members, int listen_fd,
+                    int64_t deadline) {
+  members_ = members;
+  rank_ = cfg.rank;
+  timeout_ms = cfg.timeout_ms;
+  auto it = std::find(members_.begin(), members_.end(), rank_);
+  if (it == members_.end()) return fail(RINGRT_ERR_STATE, -1, "rank %d is not a member of its ring", rank_);
+  index_ = static_cast<int>(it - members_.begin());
+  const int m = size();
+  if (m == 1) return RINGRT_OK;
+  next_ = members_[(index_ + 1) % m];
+  prev_ = members_[(index_ + m - 1) % m];
+  const PeerInfo& np = table.peers[next_];
+  RINGRT_CHECK(tcp_connect(np.ip, np.port, deadline, &out_, next_));
+  DHello mine{};
+  mine.magic = kDataMagic;
+  std::memcpy(mine.session, table.session, 16);
+  mine.from = rank_;
+  mine.to = next_;
+  random_bytes(mine.nonce, 16);
+  dhello_mac(cfg.secret, mine, mine.mac);
+  RINGRT_CHECK(send_all(out_.fd, &mine, sizeof mine, deadline, next_, "the ring handshake"));
+  // Accept until the expected previous member shows up with a valid proof.
+  while (!in_.ok()) {
+    Fd c;
+    std::string who;
+    rr rc = tcp_accept(listen_fd, deadline, &c, &who);
+    if (rc == RINGRT_ERR_TIMEOUT)
+      return fail(RINGRT_ERR_PEER, prev_, "rank %d never connected to us (ring formation timed out)", prev_);
+    RINGRT_CHECK(rc);
+    DHello h{};
+    int64_t cdl = std::min(deadline, now_ns() + ms_to_ns(std::max(2000, timeout_ms)));
+    if (recv_all(c.fd, &h, sizeof h, cdl, -1, "a ring handshake") != RINGRT_OK || h.magic != kDataMagic) {
+      log_msg("refused ring connection from %s: malformed handshake", who.c_str());
+      continue;
+    }
+    uint8_t mac[32];
+    dhello_mac(cfg.secret, h, mac);
+    if (!equal_ct(mac, h.mac, 32) || std::memcmp(h.session, table.session, 16) != 0) {
+      log_msg("refused ring connection from %s claiming rank %d: it does not prove the job secret for this session",
+              who.c_str(), h.from);
+      continue;
+    }
+    if (h.from != prev_ || h.to != rank_) {
+      log_msg("refused ring connection from %s: rank %d -> %d, expected %d -> %d", who.c_str(), h.from, h.to, prev_,
+              rank_);
+      continue;
+    }
+    DAck ack{};
+    ack.magic = kDataMagic;
+    dack_mac(cfg.secret, h, ack.mac);
+    RINGRT_CHECK(send_all(c.fd, &ack, sizeof ack, cdl, prev_, "the ring handshake"));
+    in_ = std::move(c);
+  }
+  DAck ack{};
+  RINGRT_CHECK(recv_all(out_.fd, &ack, sizeof ack, deadline, next_, "the ring handshake"));
+  uint8_t mac[32];
+  dack_mac(cfg.secret, mine, mac);
+  if (ack.magic != kDataMagic || !equal_ct(mac, ack.mac, 32))
+    return fail(RINGRT_ERR_AUTH, next_, "rank %d does not prove the job secret", next_);
+  last_out_ns_ = now_ns();
+  return RINGRT_OK;
+}
+
+// ---- error handling ------------------------------------------------------------------------
+rr TcpRing::on_error(rr code) {
+  send_abort(code, last_blamed(), last_detail());
+  return code;
+}
+
+void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
+  if (broken_) return;
+  broken_ = true;
+  if (!out_.ok() || blamed == next_) return;
+  const std::string saved_detail = last_detail();
+  const int saved_blamed = last_blamed();
+  const int64_t dl = now_ns() + ms_to_ns(std::min(1000, timeout_ms));
+  // finish a partly written frame first so that the abort starts on a frame boundary
+  while (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) {
+    iovec iov[2];
+    int cnt = 0;
+    if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
+    if (out_payload_sent_ < out_payload_len_)
+      iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = cnt;
+    ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
+      out_hdr_sent_ += h;
+      out_payload_sent_ += static_cast<size_t>(n) - h;
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR) && now_ns() < dl) {
+      pollfd p{out_.fd, POLLOUT, 0};
+      ::poll(&p, 1, 10);
+      continue;
+    }
+    set_error(code, saved_blamed, saved_detail);
+    return;
+  }
+  std::string msg = why.substr(0, 900);
+  FrameHeader h{};
+  h.magic = kFrameMagic;
+  h.type = kFrameAbort;
+  h.op = static_cast<uint8_t>(code);
+  h.length = static_cast<uint32_t>(msg.size());
+  h.src = rank_;
+  h.aux = blamed;
+  seal_header(&h);
+  std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
+  frame += msg;
+  send_all(out_.fd, frame.data(), frame.size(), dl, next_, "an abort notice");
+  set_error(code, saved_blamed, saved_detail);
+}
+
+void TcpRing::keepalive_tick() {
+  if (!out_.ok() || broken_) return;
+  if (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) return;  // mid-frame
+  int64_t now = now_ns();
+  if (now - last_out_ns_ < ms_to_ns(timeout_ms) / 4) return;
+  out_hdr_ = FrameHeader{};
+  out_hdr_.magic = kFrameMagic;
+  out_hdr_.type = kFrameKeepalive;
+  out_hdr_.src = rank_;
+  seal_header(&out_hdr_);
+  out_payload_ = nullptr;
+  out_payload_len_ = out_payload_sent_ = 0;
+  ssize_t n = ::send(out_.fd, &out_hdr_, 32, MSG_NOSIGNAL | MSG_DONTWAIT);
+  out_hdr_sent_ = n > 0 ? static_cast<size_t>(n) : 0;
+  if (n < 0 && errno != EAGAIN && errno != EINTR) out_hdr_sent_ = 32;  // the error shows up later
+  last_out_ns_ = now;
+}
+
+// ---- the engine ----------------------------------------------------------------------------
+rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq) {
+  kind_ = kind;
+  seq_ = seq;
+  dtype_ = t;
+  op_ = op;
+  const size_t nr = recvs_.size(), ns = sends_.size();
+  const size_t esz = dtype_size(t);
+  size_t ri = 0, si = 0, rpay = 0;
+  bool rhdr = false;
+  const int64_t T = ms_to_ns(timeout_ms);
+  int64_t now = now_ns();
+  int64_t last_in = now, last_progress = now, send_blocked_since = 0, last_tick = now;
+  const int64_t spin_ns = static_cast<int64_t>(spin_us) * 1000;
+  const char* what = coll_name(kind);
+
+  auto out_partial = [&] { return out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_; };
+
+  while (ri < nr || si < ns || out_partial()) {
+    bool progress = false;
+    bool want_write = false;
+    // ---- send side: flush the current frame, then start the next ready one
+    while (true) {
+      if (!out_partial()) {
+        if (si < ns && (sends_[si].dep < 0 || static_cast<size_t>(sends_[si].dep) < ri)) {
+          const SendItem& s = sends_[si];
+          out_hdr_ = FrameHeader{};
+          out_hdr_.magic = kFrameMagic;
+          out_hdr_.type = kFrameData;
+          out_hdr_.kind = kind;
+          out_hdr_.dtype = static_cast<uint8_t>(t);
+          out_hdr_.op = static_cast<uint8_t>(op);
+          out_hdr_.seq = seq;
+          out_hdr_.item = static_cast<uint32_t>(si);
+          out_hdr_.length = s.len;
+          out_hdr_.src = rank_;
+          out_hdr_.aux = 0;
+          seal_header(&out_hdr_);
+          out_hdr_sent_ = 0;
+          out_payload_ = s.src;
+          out_payload_len_ = s.len;
+          out_payload_sent_ = 0;
+          si++;
+        } else {
+          break;
+        }
+      }
+      iovec iov[2];
+      int cnt = 0;
+      if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
+      if (out_payload_sent_ < out_payload_len_)
+        iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
+      msghdr mh{};
+      mh.msg_iov = iov;
+      mh.msg_iovlen = cnt;
+      ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
+        out_hdr_sent_ += h;
+        out_payload_sent_ += static_cast<size_t>(n) - h;
+        progress = true;
+        send_blocked_since = 0;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        want_write = true;
+        break;
+      }
+      fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection: sending failed: %s (op %u, %s)", next_,
+           std::strerror(errno), seq, what);
+      return on_error(RINGRT_ERR_PEER);
+    }
+    // ---- receive side
+    while (ri < nr) {
+      if (!rhdr) {
+        if (hdr_got_ < 32) {
+          ssize_t n = ::recv(in_.fd, reinterpret_cast<char*>(&hdr_) + hdr_got_, 32 - hdr_got_, MSG_DONTWAIT);
+          if (n > 0) { hdr_got_ += static_cast<size_t>(n); progress = true; last_in = now_ns(); }
+          else if (n == 0) {
+            fail(RINGRT_ERR_PEER, prev_, "rank %d died or closed its connection (op %u, %s)", prev_, seq, what);
+            return on_error(RINGRT_ERR_PEER);
+          } else if (errno == EINTR) continue;
+          else if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+          else {
+            fail(RINGRT_ERR_PEER, prev_, "rank %d: connection lost: %s (op %u, %s)", prev_, std::strerror(errno), seq,
+                 what);
+            return on_error(RINGRT_ERR_PEER);
+          }
+          if (hdr_got_ < 32) continue;
+        }
+        // a whole header is here: validate it
+        const FrameHeader& h = hdr_;
+        if (h.magic != kFrameMagic || h.check != header_check(h)) {
+          fail(RINGRT_ERR_PROTOCOL, prev_, "malformed frame from rank %d (bad magic or header checksum; op %u, %s)",
+               prev_, seq, what);
+          return on_error(RINGRT_ERR_PROTOCOL);
+        }
+        if (h.type == kFrameKeepalive) { hdr_got_ = 0; continue; }
+        if (h.type == kFrameAbort) {
+          std::string msg;
+          if (h.length > 0 && h.length <= 1024) {
+            msg.resize(h.length);
+            if (recv_all(in_.fd, &msg[0], h.length, now_ns() + ms_to_ns(1000), prev_, "an abort notice") != RINGRT_OK)
+              msg = "(reason lost)";
+          }
+          hdr_got_ = 0;
+          rr code = (h.op == RINGRT_ERR_PROTOCOL) ? RINGRT_ERR_PROTOCOL : RINGRT_ERR_PEER;
+          if (msg.empty()) msg = "rank " + std::to_string(h.aux) + " failed";
+          fail(code, h.aux, "%s", msg.c_str());
+          return on_error(code);
+        }
+        const RecvItem& it = recvs_[ri];
+        const char* bad = nullptr;
+        if (h.type != kFrameData) bad = "unknown frame type";
+        else if (h.src != prev_) bad = "wrong source rank";
+        else if (h.seq != seq) bad = "operation sequence number mismatch (ranks called different collectives?)";
+        else if (h.kind != kind) bad = "collective mismatch (ranks called different collectives?)";
+        else if (h.dtype != t || h.op != op) bad = "dtype/op mismatch";
+        else if (h.item != ri) bad = "frame out of order";
+        else if (h.length != it.len) bad = "length mismatch (truncated frame, or ranks passed different counts)";
+        if (bad) {
+          fail(RINGRT_ERR_PROTOCOL, prev_,
+               "protocol error from rank %d: %s (got type %u seq %u kind %u item %u length %u; expected seq %u kind %u "
+               "item %zu length %u)",
+               prev_, bad, h.type, h.seq, h.kind, h.item, h.length, seq, kind, ri, it.len);
+          return on_error(RINGRT_ERR_PROTOCOL);
+        }
+        rhdr = true;
+        rpay = 0;
+        hdr_got_ = 0;
+      }
+      const RecvItem& it = recvs_[ri];
+      if (rpay < it.len) {
+        char* dst = it.action == 0 ? it.dst : staging_.data();
+        iovec iov[2] = {{dst + rpay, it.len - rpay}, {reinterpret_cast<char*>(&hdr_), 32}};
+        ssize_t n = ::readv(in_.fd, iov, 2);
+        if (n > 0) {
+          size_t c = std::min(static_cast<size_t>(n), it.len - rpay);
+          rpay += c;
+          hdr_got_ = static_cast<size_t>(n) - c;
+          progress = true;
+          last_in = now_ns();
+        } else if (n == 0) {
+          fail(RINGRT_ERR_PEER, prev_, "rank %d died or closed its connection mid-frame (op %u, %s)", prev_, seq, what);
+          return on_error(RINGRT_ERR_PEER);
+        } else if (errno == EINTR) {
+          continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          break;
+        } else {
+          fail(RINGRT_ERR_PEER, prev_, "rank %d: connection lost: %s (op %u, %s)", prev_, std::strerror(errno), seq,
+               what);
+          return on_error(RINGRT_ERR_PEER);
+        }
+        if (rpay < it.len) continue;
+      }
+      if (it.action == 1) reduce_into(it.dst, staging_.data(), it.len / esz, t, op);
+      else if (it.action == 2) reduce_into_div(it.dst, staging_.data(), it.len / esz, t, op, div);
+      ri++;
+      rhdr = false;
+    }
+    if (progress) {
+      last_progress = now_ns();
+      continue;
+    }
+    // ---- nothing moved: check deadlines, keep the next rank informed, then sleep in poll()
+    now = now_ns();
+    if (ri < nr && now - last_in > T) {
+      fail(RINGRT_ERR_PEER, prev_, "rank %d stalled: no data from it for %d ms (op %u, %s) [detected by rank %d]",
+           prev_, timeout_ms, seq, what, rank_);
+      return on_error(RINGRT_ERR_PEER);
+    }
+    if (want_write) {
+      if (!send_blocked_since) send_blocked_since = now;
+      else if (now - send_blocked_since > T) {
+        fail(RINGRT_ERR_PEER, next_, "rank %d stalled: it read nothing from us for %d ms (op %u, %s) [detected by rank %d]",
+             next_, timeout_ms, seq, what, rank_);
+        return on_error(RINGRT_ERR_PEER);
+      }
+    }
+    if (ri < nr) keepalive_tick();
+    if (tick_ && now - last_tick > T / 8) { tick_(); last_tick = now; }
+    if (spin_ns > 0 && now - last_progress < spin_ns) continue;
+    pollfd pf[2];
+    int np = 0;
+    if (ri < nr) pf[np++] = {in_.fd, POLLIN, 0};
+    bool watch_out = si < ns || out_partial();
+    if (watch_out) pf[np++] = {out_.fd, static_cast<short>((want_write ? POLLOUT : 0) | POLLRDHUP), 0};
+    int64_t wake = now + T / 8;
+    if (ri < nr) wake = std::min(wake, last_in + T + 1000000);
+    if (send_blocked_since) wake = std::min(wake, send_blocked_since + T + 1000000);
+    int pr = ::poll(pf, np, std::max(1, ms_until(wake, now)));
+    if (pr > 0 && watch_out) {
+      const pollfd& o = pf[np - 1];
+      if (o.revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+        char c;
+        ssize_t n = ::recv(out_.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection (op %u, %s)", next_, seq, what);
+          return on_error(RINGRT_ERR_PEER);
+        }
+      }
+    }
+  }
+  return RINGRT_OK;
+}
+
+// ---- collectives ---------------------------------------------------------------------------
+rr TcpRing::allreduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq) {
+  if (broken_) return fail(RINGRT_ERR_STATE, -1, "the ring is broken by an earlier error");
+  const int m = size();
+  if (m == 1) {
+    if (div > 1) divide(buf, count, t, div);
+    return RINGRT_OK;
+  }
+  const size_t esz = dtype_size(t);
+  if (count * esz <= small_bytes) return allgather_reduce(buf, count, t, op, div, seq, kCollAllreduce);
+  char* base = static_cast<char*>(buf);
+  const size_t per = count / m, rem = count % m;
+  auto boff = [&](int b) { return static_cast<size_t>(b) * per + std::min(static_cast<size_t>(b), rem); };
+  auto bsize = [&](int b) { return per + (static_cast<size_t>(b) < rem ? 1 : 0); };
+  const size_t maxblock = (per + (rem ? 1 : 0)) * esz;
+  size_t seg_elems = std::max<size_t>(1, segment_bytes / esz);
+  const size_t nseg = std::max<size_t>(1, (maxblock / esz + seg_elems - 1) / seg_elems);
+  auto seg = [&](int b, size_t j, char** p, uint32_t* len) {
+    size_t bs = bsize(b);
+    size_t lo = j * bs / nseg, hi = (j + 1) * bs / nseg;
+    *p = base + (boff(b) + lo) * esz;
+    *len = static_cast<uint32_t>((hi - lo) * esz);
+  };
+  recvs_.clear();
+  sends_.clear();
+  const int i = index_;
+  for (int s = 0; s < 2 * (m - 1); ++s) {
+    bool rs = s < m - 1;
+    int sb = rs ? ((i - s) % m + m) % m : ((i + 1 - (s - (m - 1))) % m + m) % m;
+    int rb = rs ? ((i - s - 1) % m + m) % m : ((i - (s - (m - 1))) % m + m) % m;
+    for (size_t j = 0; j < nseg; ++j) {
+      char* p;
+      uint32_t len;
+      seg(sb, j, &p, &len);
+      sends_.push_back({p, len, s == 0 ? -1 : static_cast<int32_t>((s - 1) * nseg + j)});
+      seg(rb, j, &p, &len);
+      uint8_t action = rs ? (s == m - 2 && div > 1 ? 2 : 1) : 0;
+      recvs_.push_back({p, len, action});
+    }
+  }
+  size_t maxseg = (maxblock / esz + nseg - 1) / nseg * esz + esz;
+  if (staging_.size() < maxseg) staging_.resize(maxseg);
+  return run(kCollAllreduce, t, op, div, seq);
+}
+
+rr TcpRing::allgather_reduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq,
+                             uint8_t kind) {
+  const int m = size();
+  const size_t esz = dtype_size(t);
+  const size_t bytes = count * esz;
+  if (gather_.size() < (m - 1) * bytes) gather_.resize((m - 1) * bytes);
+  recvs_.clear();
+  sends_.clear();
+  for (int s = 0; s < m - 1; ++s) {
+    const char* src = s == 0 ? static_cast<const char*>(buf) : gather_.data() + (s - 1) * bytes;
+    sends_.push_back({src, static_cast<uint32_t>(bytes), s == 0 ? -1 : s - 1});
+    recvs_.push_back({gather_.data() + s * bytes, static_cast<uint32_t>(bytes), 0});
+  }
+  RINGRT_CHECK(run(kind == kCollBarrier ? kCollBarrier : kCollAllgatherReduce, t, op, div, seq));
+  // combine in member order so that every rank computes bitwise the same result
+  auto contrib = [&](int k) -> const char* {
+    if (k == index_) return static_cast<const char*>(buf);
+    int d = ((index_ - k) % m + m) % m;  // received at step d-1
+    return gather_.data() + (d - 1) * bytes;
+  };
+  if (staging_.size() < bytes) staging_.resize(bytes);
+  std::memcpy(staging_.data(), contrib(0), bytes);
+  for (int k = 1; k < m; ++k) {
+    if (k == m - 1 && div > 1) reduce_into_div(staging_.data(), contrib(k), count, t, op, div);
+    else reduce_into(staging_.data(), contrib(k), count, t, op);
+  }
+  std::memcpy(buf, staging_.data(), bytes);
+  return RINGRT_OK;
+}
+
+rr TcpRing::broadcast(void* buf, size_t bytes, int root_index, uint32_t seq) {
+  if (broken_) return fail(RINGRT_ERR_STATE, -1, "the ring is broken by an earlier error");
+  const int m = size();
+  if (m == 1) return RINGRT_OK;
+  char* base = static_cast<char*>(buf);
+  const size_t nseg = std::max<size_t>(1, (bytes + segment_bytes - 1) / segment_bytes);
+  recvs_.clear();
+  sends_.clear();
+  const bool root = index_ == root_index;
+  const bool last = (index_ + 1) % m == root_index;
+  for (size_t j = 0; j < nseg; ++j) {
+    size_t lo = j * bytes / nseg, hi = (j + 1) * bytes / nseg;
+    uint32_t len = static_cast<uint32_t>(hi - lo);
+    if (!root) recvs_.push_back({base + lo, len, 0});
+    if (root) sends_.push_back({base + lo, len, -1});
+    else if (!last) sends_.push_back({base + lo, len, static_cast<int32_t>(j)});
+  }
+  return run(kCollBroadcast, RINGRT_INT32, RINGRT_SUM, 0, seq);
+}
+
+rr TcpRing::barrier(uint32_t seq) {
+  if (broken_) return fail(RINGRT_ERR_STATE, -1, "the ring is broken by an earlier error");
+  if (size() == 1) return RINGRT_OK;
+  int32_t token = 0;
+  return allgather_reduce(&token, 1, RINGRT_INT32, RINGRT_SUM, 0, seq, kCollBarrier);
+}
+
+}  // namespace ringrt
