@@ -1,0 +1,171 @@
+// job_submit/ringsched: admission of ring jobs. Reads the --ring-* options from the job's SPANK
+// environment, rejects bad requests with a message the user sees (unknown GPU type, impossible
+// range, unknown model), and sets the initial GPU type, count and node count that the planner
+// picks for the cluster as it is now. Ordinary jobs pass untouched. Never lets an exception reach
+// slurmctld: anything unexpected is logged and the job passes unchanged.
+#include <algorithm>
+#include <ctime>
+#include <exception>
+#include <string>
+
+extern "C" {
+#include "src/common/log.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+#include "engine_holder.h"
+#include "ring_request.h"
+#include "slurm_glue.h"
+
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const uint32_t plugin_version;
+const char plugin_name[] = "ringsched job submit plugin";
+const char plugin_type[] = "job_submit/ringsched";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+int init(void);
+int fini(void);
+int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg);
+int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid);
+}
+
+namespace {
+
+ringsched::EngineHolder* g_engine = nullptr;
+
+bool asks_for_gpus(const char* tres) { return tres && std::string(tres).find("gpu") != std::string::npos; }
+
+int reject(char** err_msg, const std::string& message) {
+  if (err_msg) {
+    xfree(*err_msg);
+    *err_msg = xstrdup(message.c_str());
+  }
+  info("job_submit/ringsched: rejected: %s", message.c_str());
+  return ESLURM_INVALID_GRES;
+}
+
+// Called with read locks on config, job, node and partition (job_submit_plugin_submit).
+int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+  std::vector<std::string> env;
+  for (uint32_t i = 0; job_desc->spank_job_env && i < job_desc->spank_job_env_size; ++i)
+    if (job_desc->spank_job_env[i]) env.emplace_back(job_desc->spank_job_env[i]);
+  ringsched::RingRequest request;
+  std::string error;
+  if (!request.from_env(env, error)) return reject(err_msg, "ringsched: " + error);
+  if (!request.present) return SLURM_SUCCESS;  // an ordinary job
+
+  if (asks_for_gpus(job_desc->tres_per_node) || asks_for_gpus(job_desc->tres_per_job) ||
+      asks_for_gpus(job_desc->tres_per_task) || asks_for_gpus(job_desc->tres_per_socket))
+    return reject(err_msg,
+                  "ringsched: do not combine --gres=gpu/--gpus with --ring-* options; ringsched "
+                  "picks the GPU type and count (use --ring-gpus and --ring-types)");
+
+  std::shared_ptr<ringsched::Engine> engine = g_engine ? g_engine->get() : nullptr;
+  if (!engine) {
+    info("job_submit/ringsched: ring job of uid %u accepted unchanged (neutral: %s)", submit_uid,
+         g_engine ? g_engine->last_error().c_str() : "not initialised");
+    return SLURM_SUCCESS;
+  }
+  const ringsched::Cluster cluster = ringsched::snapshot_cluster();
+  if (cluster.nodes.empty()) return reject(err_msg, "ringsched: this cluster has no typed GPU nodes");
+  if (!engine->admit(request, cluster, error)) return reject(err_msg, error);
+
+  // The planner decides the initial shape for the cluster as it is now, this job alone.
+  const double now = static_cast<double>(std::time(nullptr));
+  const double limit_s = (job_desc->time_limit != NO_VAL && job_desc->time_limit != INFINITE)
+                             ? job_desc->time_limit * 60.0
+                             : 0.0;
+  ringsched::Snapshot snap;
+  snap.cluster = cluster;
+  snap.now_s = now;
+  snap.jobs.push_back(engine->make_job("new", request, now, limit_s));
+  std::string type;
+  int gpus = 0;
+  std::string why;
+  try {
+    const ringsched::Plan plan = engine->planner().plan(snap);
+    const ringsched::JobPlan* jp = plan.find("new");
+    if (jp && jp->runs) {
+      for (const auto& [t, n] : jp->gpus_by_type)
+        if (n > gpus) type = t, gpus = n;  // one typed gres per job: its main type
+      why = jp->reason;
+    }
+  } catch (const std::exception& e) {
+    info("job_submit/ringsched: planner failed (%s); using the fastest type", e.what());
+  }
+  if (gpus <= 0) {
+    // Nothing free now: wait for the fastest allowed type at the minimum size.
+    const auto ranked = engine->rank_types(request.model, request.types);
+    for (const std::string& t : ranked)
+      if (cluster.gpus_of_type(t) >= request.min_gpus) { type = t; break; }
+    gpus = request.min_gpus;
+    if (engine->conf().planner.power_of_two && !ringsched::is_power_of_two(gpus))
+      gpus = 1 << (32 - __builtin_clz(static_cast<unsigned>(gpus)));  // next power of two
+    gpus = std::min(gpus, request.max_gpus);
+    why = "no GPUs free now: waits for " + type + " (fastest allowed type for " + request.model + ")";
+  }
+  const ringsched::NodeSpread spread = ringsched::spread_gpus(cluster, type, gpus);
+  if (type.empty() || spread.nodes == 0)
+    return reject(err_msg, "ringsched: no node layout gives " + std::to_string(gpus) + " GPUs of type " +
+                               (type.empty() ? "?" : type) + " to this job");
+
+  xfree(job_desc->tres_per_node);
+  job_desc->tres_per_node = xstrdup(ringsched::gpu_tres_per_node(type, spread.per_node).c_str());
+  job_desc->min_nodes = static_cast<uint32_t>(spread.nodes);
+  job_desc->max_nodes = static_cast<uint32_t>(spread.nodes);
+  info("job_submit/ringsched: uid %u model %s gpus %d-%d -> %d x %s on %d node(s): %s", submit_uid,
+       request.model.c_str(), request.min_gpus, request.max_gpus, gpus, type.c_str(), spread.nodes,
+       why.c_str());
+  return SLURM_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" int init(void) {
+  try {
+    g_engine = new ringsched::EngineHolder("job_submit/ringsched");
+    g_engine->get(true);  // logs a bad configuration now; the plugin still loads (neutral)
+  } catch (const std::exception& e) {
+    error("job_submit/ringsched: init: %s", e.what());
+  }
+  return SLURM_SUCCESS;
+}
+
+extern "C" int fini(void) {
+  delete g_engine;
+  g_engine = nullptr;
+  return SLURM_SUCCESS;
+}
+
+extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+  try {
+    return submit(job_desc, submit_uid, err_msg);
+  } catch (const std::exception& e) {
+    error("job_submit/ringsched: unexpected error, job passes unchanged: %s", e.what());
+  } catch (...) {
+    error("job_submit/ringsched: unexpected error, job passes unchanged");
+  }
+  return SLURM_SUCCESS;
+}
+
+// Users may not change the GPUs of a pending ring job by hand (the planner owns its shape);
+// root and SlurmUser (the planner's own updates) may.
+extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+  try {
+    if (submit_uid == 0 || submit_uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
+    ringsched::RingRequest request;
+    std::string error;
+    if (ringsched::job_ring_request(job_ptr, request, error) && asks_for_gpus(job_desc->tres_per_node)) {
+      info("job_submit/ringsched: uid %u may not change the GPUs of ring job %u", submit_uid,
+           job_ptr->job_id);
+      return ESLURM_INVALID_GRES;
+    }
+  } catch (...) {
+    error("job_submit/ringsched: unexpected error in job_modify; change allowed");
+  }
+  return SLURM_SUCCESS;
+}
