@@ -1,0 +1,560 @@
+// ringrun: the job wrapper of ringsched. Inside an sbatch script (or locally with --gpus), it
+// launches one worker per GPU with the ring runtime's settings, watches them, and handles three
+// events the same way -- a resize request, Slurm's timeout/preemption signal (USR1) and SIGTERM:
+// the workers checkpoint at the next iteration boundary, ringrun verifies the checkpoint, then
+// restarts the job at the new size (under Slurm: requeue with hold, update, release; locally:
+// relaunch the workers). See ringrun(1).
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdarg>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint.h"
+#include "profile_report.h"
+#include "ringsched/model.h"
+#include "slurm_job.h"
+#include "wrapper_env.h"
+
+extern char** environ;
+
+namespace {
+
+constexpr int kExitStopped = 75;  // the workers' "stopped at a checkpoint on request"
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+void log(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void log(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fputs("ringrun: ", stdout);
+  std::vprintf(fmt, ap);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  va_end(ap);
+}
+
+double now_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Appends "<epoch seconds> <event> <detail>" to DIR/events: the record from which resize
+// latency is measured across requeues (the workers append to the same file).
+void event(const std::string& dir, const std::string& what) {
+  int fd = ::open((dir + "/events").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  char line[512];
+  int n = std::snprintf(line, sizeof line, "%.3f %s\n", now_epoch(), what.c_str());
+  if (n > 0) (void)!::write(fd, line, size_t(std::min(n, int(sizeof line) - 1)));
+  ::close(fd);
+}
+
+struct Options {
+  int gpus = 0;                 // workers (0: from the Slurm allocation)
+  int max_gpus = 1024;          // bound for resize requests
+  std::string ckpt_dir;
+  std::string model;            // the job's model, for emulation and reports
+  std::string gpu_type;
+  std::string profiles;
+  std::string report;           // profile CSV that receives validated measurements
+  double report_factor = 3.0;
+  std::string resize_file;
+  int port = 0;
+  int grace_s = 60;             // how long workers get to checkpoint before SIGKILL
+  bool no_requeue = false;
+  std::vector<std::string> cmd;
+};
+
+void usage(FILE* f) {
+  std::fputs(
+      "usage: ringrun [options] -- CMD [ARGS...]\n"
+      "Runs one worker of CMD per GPU with RINGRT_* set; on a resize request, SIGUSR1 (Slurm's\n"
+      "--signal=B:USR1@T) or SIGTERM, the workers checkpoint and the job restarts at the new size.\n"
+      "  --gpus=N            workers to run (default: the GPUs Slurm allocated; required outside Slurm)\n"
+      "  --ckpt-dir=DIR      checkpoints, secret, events (default: $SLURM_SUBMIT_DIR/ringrun-JOBID)\n"
+      "  --model=M           the job's model (exported as RINGRUN_MODEL; bounds reports)\n"
+      "  --gpu-type=T        GPU type (default: from the job's gres request)\n"
+      "  --profiles=CSV      throughput profiles (exported as RINGRUN_PROFILES)\n"
+      "  --report=CSV        append validated measured iterations/s to this profile CSV\n"
+      "  --report-factor=F   accept a measurement within F x the prediction (default 3)\n"
+      "  --resize-file=FILE  resize requests: a GPU count in this file (default DIR/resize-request)\n"
+      "  --max-gpus=N        largest size a request may ask for (default 1024)\n"
+      "  --port=P            ring master port (default: derived from the job id)\n"
+      "  --grace=S           seconds workers get to checkpoint (default 60)\n"
+      "  --no-requeue        on a stop event only checkpoint and exit 75 (no Slurm requeue)\n"
+      "Exit: the workers' status when they finish; 75 stopped at a checkpoint; 1 a worker failed.\n",
+      f);
+}
+
+bool to_int(const char* s, long lo, long hi, int* out) {
+  char* e = nullptr;
+  errno = 0;
+  long v = std::strtol(s, &e, 10);
+  if (errno || !e || *e || e == s || v < lo || v > hi) return false;
+  *out = int(v);
+  return true;
+}
+
+int parse(int argc, char** argv, Options* o) {
+  enum { GPUS = 1, CKPT, MODEL, TYPE, PROF, REPORT, FACTOR, RFILE, MAXG, PORT, GRACE, NOREQ, HELP };
+  static const option opts[] = {{"gpus", 1, nullptr, GPUS},          {"ckpt-dir", 1, nullptr, CKPT},
+                                {"model", 1, nullptr, MODEL},        {"gpu-type", 1, nullptr, TYPE},
+                                {"profiles", 1, nullptr, PROF},      {"report", 1, nullptr, REPORT},
+                                {"report-factor", 1, nullptr, FACTOR}, {"resize-file", 1, nullptr, RFILE},
+                                {"max-gpus", 1, nullptr, MAXG},      {"port", 1, nullptr, PORT},
+                                {"grace", 1, nullptr, GRACE},        {"no-requeue", 0, nullptr, NOREQ},
+                                {"help", 0, nullptr, HELP},          {nullptr, 0, nullptr, 0}};
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+", opts, nullptr)) != -1) {
+    const char* bad = nullptr;
+    switch (c) {
+      case GPUS: if (!to_int(optarg, 1, 4096, &o->gpus)) bad = "--gpus (1..4096)"; break;
+      case CKPT: o->ckpt_dir = optarg; break;
+      case MODEL: o->model = optarg; break;
+      case TYPE: o->gpu_type = ringsched::normalize_type(optarg); break;
+      case PROF: o->profiles = optarg; break;
+      case REPORT: o->report = optarg; break;
+      case FACTOR: {
+        char* e = nullptr;
+        o->report_factor = std::strtod(optarg, &e);
+        if (!e || *e || !(o->report_factor > 1 && o->report_factor <= 100)) bad = "--report-factor (1..100]";
+        break;
+      }
+      case RFILE: o->resize_file = optarg; break;
+      case MAXG: if (!to_int(optarg, 1, 4096, &o->max_gpus)) bad = "--max-gpus (1..4096)"; break;
+      case PORT: if (!to_int(optarg, 1024, 65535, &o->port)) bad = "--port (1024..65535)"; break;
+      case GRACE: if (!to_int(optarg, 1, 3600, &o->grace_s)) bad = "--grace (1..3600)"; break;
+      case NOREQ: o->no_requeue = true; break;
+      case HELP: usage(stdout); std::exit(0);
+      default:
+        std::fprintf(stderr, "ringrun: unknown option or missing value: %s (see --help)\n", argv[optind - 1]);
+        return 2;
+    }
+    if (bad) {
+      std::fprintf(stderr, "ringrun: bad value '%s' for %s\n", optarg, bad);
+      return 2;
+    }
+  }
+  for (int i = optind; i < argc; ++i) o->cmd.push_back(argv[i]);
+  if (o->cmd.empty()) {
+    std::fprintf(stderr, "ringrun: no command given (ringrun [options] -- CMD ARGS...)\n");
+    return 2;
+  }
+  return 0;
+}
+
+// A per-job secret for the ring's handshake, in a 0600 file only the job's user can read.
+std::string write_secret(const std::string& dir) {
+  unsigned char raw[32];
+  if (getrandom(raw, sizeof raw, 0) != ssize_t(sizeof raw)) throw std::runtime_error("getrandom failed");
+  char hex[65];
+  for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+  std::string path = dir + "/secret", tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, hex, 64) != 64 || ::fchmod(fd, 0600) != 0 || ::close(fd) != 0 ||
+      ::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot write the job secret " + path + ": " + std::strerror(errno));
+  return path;
+}
+
+// --- workers --------------------------------------------------------------------------------------
+
+struct WorkerExit {
+  int rank;
+  pid_t pid;
+  int status;  // as from waitpid
+};
+
+std::string describe(const WorkerExit& e) {
+  char b[128];
+  if (WIFEXITED(e.status))
+    std::snprintf(b, sizeof b, "rank %d (pid %d) exited with code %d", e.rank, int(e.pid), WEXITSTATUS(e.status));
+  else
+    std::snprintf(b, sizeof b, "rank %d (pid %d) killed by signal %d (%s)", e.rank, int(e.pid), WTERMSIG(e.status),
+                  strsignal(WTERMSIG(e.status)));
+  return b;
+}
+
+// The workers of one run: started together, signalled together, reaped one by one.
+class WorkerGroup {
+ public:
+  // Starts `world` workers of cmd (argv) on this host; `env` is added to ringrun's environment,
+  // per-rank settings on top. When srun_launch is set, one srun starts all ranks across the
+  // allocation and each rank reads its own SLURM_PROCID.
+  void launch(const std::vector<std::string>& cmd, int world, const std::vector<std::string>& env,
+              const std::vector<std::string>& gpu_ids, bool srun_launch, int nodes) {
+    pids_.clear();
+    alive_ = 0;
+    int procs = srun_launch ? 1 : world;
+    for (int r = 0; r < procs; ++r) {
+      std::vector<std::string> e;
+      for (char** p = environ; *p; ++p) e.push_back(*p);
+      for (auto& s : env) e.push_back(s);
+      std::vector<std::string> argv;
+      if (srun_launch) {
+        argv = {"srun", "--overlap", "--kill-on-bad-exit=0", "-N", std::to_string(nodes), "-n", std::to_string(world),
+                "--ntasks-per-node=" + std::to_string(world / nodes), "--cpus-per-task=1"};
+      } else {
+        e.push_back("RINGRT_RANK=" + std::to_string(r));
+        if (!gpu_ids.empty()) e.push_back("CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(r) % gpu_ids.size()]);
+      }
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      pid_t pid = ::fork();
+      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      if (pid == 0) {
+        signal(SIGUSR1, SIG_DFL);
+        signal(SIGUSR2, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        std::vector<char*> av, ev;
+        for (auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
+        av.push_back(nullptr);
+        for (auto& s : e) ev.push_back(const_cast<char*>(s.c_str()));
+        ev.push_back(nullptr);
+        ::execvpe(av[0], av.data(), ev.data());
+        std::fprintf(stderr, "ringrun: cannot run %s: %s\n", av[0], std::strerror(errno));
+        ::_exit(127);
+      }
+      pids_.push_back(pid);
+      alive_++;
+    }
+  }
+  void signal_all(int sig) {
+    for (pid_t p : pids_)
+      if (p > 0) ::kill(p, sig);
+  }
+  // Reaps what has exited; returns true once every worker has.
+  bool reap(std::vector<WorkerExit>* exits) {
+    for (size_t r = 0; r < pids_.size(); ++r) {
+      if (pids_[r] <= 0) continue;
+      int st;
+      pid_t got = ::waitpid(pids_[r], &st, WNOHANG);
+      if (got == pids_[r]) {
+        exits->push_back({int(r), got, st});
+        pids_[r] = -1;
+        alive_--;
+      }
+    }
+    return alive_ == 0;
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+  int alive_ = 0;
+};
+
+// --- resize requests ------------------------------------------------------------------------------
+
+// A request file holds one GPU count. It is consumed (removed) when read; a malformed one is
+// reported and removed too, so a bad request cannot wedge the job.
+int read_resize_file(const std::string& path, int max_gpus) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(path.c_str());
+  int n = 0;
+  size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
+  std::string v = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+  if (!to_int(v.c_str(), 1, max_gpus, &n)) {
+    log("ignoring resize request in %s: '%s' is not a GPU count in 1..%d", path.c_str(), v.c_str(), max_gpus);
+    return 0;
+  }
+  return n;
+}
+
+// The policy engine's request in the job's admin comment: "ringsched:resize=N".
+int parse_admin_comment(const std::string& c, int max_gpus) {
+  const std::string key = "ringsched:resize=";
+  size_t at = c.find(key);
+  if (at == std::string::npos) return 0;
+  std::string v;
+  for (size_t i = at + key.size(); i < c.size() && std::isdigit(static_cast<unsigned char>(c[i])); ++i) v += c[i];
+  int n = 0;
+  return to_int(v.c_str(), 1, max_gpus, &n) ? n : 0;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, sep))
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+// Reads the worker's timing line and forwards it, validated, to the report CSV.
+void forward_timing(const Options& o, const std::string& timing_file, int world) {
+  std::ifstream in(timing_file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return;
+  ::unlink(timing_file.c_str());
+  auto f = split(line, ',');
+  int w = 0, batch = 0;
+  double steps = 0, secs = 0;
+  if (f.size() != 4 || !to_int(f[0].c_str(), 1, 4096, &w) || !to_int(f[1].c_str(), 1, 1 << 20, &batch) ||
+      !(steps = std::atof(f[2].c_str()), steps >= 1) || !(secs = std::atof(f[3].c_str()), secs > 0)) {
+    log("ignoring malformed timing report '%s' in %s", line.c_str(), timing_file.c_str());
+    return;
+  }
+  double ips = steps / secs;
+  log("measured %.4g iterations/s on %d x %s over %.0f steps", ips, w, o.gpu_type.empty() ? "?" : o.gpu_type.c_str(),
+      steps);
+  if (o.report.empty() || o.model.empty() || o.profiles.empty() || o.gpu_type.empty()) return;
+  try {
+    ringrun::ProfileReporter rep(o.profiles, o.report_factor);
+    ringsched::ProfilePoint p;
+    p.model = o.model;
+    p.gpu_type = o.gpu_type;
+    p.num_gpus = w;
+    // The point is recorded at the profile's batch for the model (the batch its speeds mean).
+    auto table = ringsched::ProfileTable::load_csv(o.profiles);
+    auto pts = table.points_for(o.model, o.gpu_type);
+    p.global_batch = pts.empty() ? batch : pts[0].global_batch;
+    p.iters_per_s = ips;
+    auto v = rep.report(o.report, o.model, o.gpu_type, world, p);
+    log("profile report %s: %s", v.accepted ? "accepted" : "refused", v.reason.c_str());
+  } catch (const std::exception& e) {
+    log("profile report refused: %s", e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parse(argc, argv, &o)) return rc;
+  const char* job_env = std::getenv("SLURM_JOB_ID");
+  uint32_t job_id = 0;
+  if (job_env && *job_env) {
+    int v;
+    if (!to_int(job_env, 1, 0x7fffffff, &v)) {
+      std::fprintf(stderr, "ringrun: SLURM_JOB_ID '%s' is not a job id\n", job_env);
+      return 2;
+    }
+    job_id = uint32_t(v);
+  }
+  const bool under_slurm = job_id != 0 && o.gpus == 0;
+
+  // --- the job's shape ---
+  std::unique_ptr<ringrun::SlurmJob> job;
+  int world = o.gpus, nodes = 1;
+  std::string master = "127.0.0.1";
+  std::vector<std::string> gpu_ids;
+  if (const char* c = std::getenv("CUDA_VISIBLE_DEVICES")) gpu_ids = split(c, ',');
+  if (gpu_ids.empty())
+    if (const char* c = std::getenv("SLURM_JOB_GPUS")) gpu_ids = split(c, ',');
+  if (under_slurm) {
+    try {
+      job = std::make_unique<ringrun::SlurmJob>(job_id);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringrun: %s\n", e.what());
+      return 1;
+    }
+    const auto& s = job->shape();
+    nodes = std::max(1, s.nodes);
+    world = s.total_gpus();
+    if (world <= 0) {
+      std::fprintf(stderr, "ringrun: job %u has no GPUs in its request (sbatch --gres=gpu:TYPE:N); use --gpus=N\n",
+                   job_id);
+      return 2;
+    }
+    if (o.gpu_type.empty()) o.gpu_type = s.gpu_type;
+    if (nodes > 1 && !s.first_node_addr.empty()) master = s.first_node_addr;
+  } else if (world == 0) {
+    std::fprintf(stderr, "ringrun: not inside a Slurm job: give --gpus=N\n");
+    return 2;
+  }
+  if (o.gpu_type.empty()) o.gpu_type = ringrun::env::gpu_type();
+  if (o.profiles.empty()) o.profiles = ringrun::env::profiles();
+  if (o.ckpt_dir.empty()) {
+    const char* sub = std::getenv("SLURM_SUBMIT_DIR");
+    o.ckpt_dir = std::string(sub && *sub ? sub : ".") + "/ringrun-" + (job_id ? std::to_string(job_id) : "local");
+  }
+  if (o.resize_file.empty()) o.resize_file = o.ckpt_dir + "/resize-request";
+  if (o.port == 0) o.port = 30000 + int((job_id ? job_id : uint32_t(::getpid())) % 20000);
+
+  std::unique_ptr<ringrun::CheckpointStore> store;
+  std::string secret;
+  try {
+    store = std::make_unique<ringrun::CheckpointStore>(o.ckpt_dir);
+    secret = write_secret(o.ckpt_dir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringrun: %s\n", e.what());
+    return 1;
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  sigaction(SIGUSR2, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  const std::string timing_file = o.ckpt_dir + "/timing";
+  for (int generation = 0;; ++generation) {
+    std::vector<std::string> env = {
+        "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
+        "RINGRT_MASTER_PORT=" + std::to_string(o.port), "RINGRT_SECRET_FILE=" + secret,
+        "RINGRUN_CKPT_DIR=" + o.ckpt_dir, "RINGRUN_TIMING_FILE=" + timing_file};
+    if (!o.gpu_type.empty()) env.push_back("RINGRUN_GPU_TYPE=" + o.gpu_type);
+    if (!o.profiles.empty()) env.push_back("RINGRUN_PROFILES=" + o.profiles);
+    if (!o.model.empty()) env.push_back("RINGRUN_MODEL=" + o.model);
+    WorkerGroup workers;
+    try {
+      workers.launch(o.cmd, world, env, gpu_ids, under_slurm && nodes > 1, nodes);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ringrun: %s\n", e.what());
+      return 1;
+    }
+    event(o.ckpt_dir, "workers_started " + std::to_string(world) + (job_id ? " job " + std::to_string(job_id) : ""));
+    log("started %d worker%s of %s (%s%s, master %s:%d, checkpoints in %s)", world, world == 1 ? "" : "s",
+        o.cmd[0].c_str(), o.gpu_type.empty() ? "untyped" : o.gpu_type.c_str(),
+        job_id ? (", job " + std::to_string(job_id)).c_str() : ", local", master.c_str(), o.port,
+        o.ckpt_dir.c_str());
+
+    // --- watch: the first event decides; everything then takes the checkpoint path ---
+    int target = 0;         // size to restart at (0: none decided)
+    std::string reason;
+    bool stopping = false, failed = false;
+    std::chrono::steady_clock::time_point stop_sent;
+    auto last_poll = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+    std::vector<WorkerExit> exits;
+    int ok = 0, stopped = 0;
+    while (true) {
+      std::vector<WorkerExit> now;
+      bool all_done = workers.reap(&now);
+      for (auto& e : now) {
+        exits.push_back(e);
+        if (WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0) ok++;
+        else if (WIFEXITED(e.status) && WEXITSTATUS(e.status) == kExitStopped) stopped++;
+        else if (!failed) {
+          failed = true;
+          // A crash is the job's failure, not a resize: report it and take the rest down.
+          log("worker failed: %s", describe(e).c_str());
+          event(o.ckpt_dir, "worker_failed " + describe(e));
+          workers.signal_all(SIGTERM);
+          stop_sent = std::chrono::steady_clock::now();
+          stopping = true;
+        } else {
+          log("then: %s", describe(e).c_str());
+        }
+      }
+      if (all_done) break;
+
+      if (!stopping) {
+        int sig = g_signal;
+        if (sig) {
+          g_signal = 0;
+          if (sig == SIGUSR2) {
+            last_poll = std::chrono::steady_clock::now() - std::chrono::seconds(10);  // look now
+          } else {
+            target = world;
+            reason = sig == SIGUSR1 ? "SIGUSR1 (time limit or preemption)" : std::string(strsignal(sig));
+          }
+        }
+        auto t = std::chrono::steady_clock::now();
+        if (!target && t - last_poll >= std::chrono::milliseconds(500)) {
+          last_poll = t;
+          int n = read_resize_file(o.resize_file, o.max_gpus);
+          if (n && n != world) target = n, reason = "resize request file " + o.resize_file;
+          if (!target && job) {
+            try {
+              job->refresh();
+              n = parse_admin_comment(job->shape().admin_comment, o.max_gpus);
+              if (n && n != world) target = n, reason = "policy engine (admin comment)";
+            } catch (const std::exception& e) {
+              log("%s", e.what());
+            }
+          }
+        }
+        if (target) {
+          stopping = true;
+          stop_sent = std::chrono::steady_clock::now();
+          log("%s: checkpointing to restart at %d GPU%s", reason.c_str(), target, target == 1 ? "" : "s");
+          event(o.ckpt_dir, "decision " + std::to_string(world) + "->" + std::to_string(target));
+          workers.signal_all(SIGUSR1);
+        }
+      } else if (std::chrono::steady_clock::now() - stop_sent > std::chrono::seconds(o.grace_s)) {
+        log("workers did not stop within %d s; killing them", o.grace_s);
+        workers.signal_all(SIGKILL);
+        stop_sent = std::chrono::steady_clock::now() + std::chrono::hours(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+
+    forward_timing(o, timing_file, world);
+    if (failed) {
+      log("job failed: %d of %d workers did not finish; last checkpoint kept in %s", int(exits.size()) - ok - stopped,
+          world, o.ckpt_dir.c_str());
+      return 1;
+    }
+    if (stopped == 0 && ok == world) {
+      log("all %d workers finished", world);
+      event(o.ckpt_dir, "finished");
+      return 0;
+    }
+    if (stopped != world) {
+      log("workers disagree (%d finished, %d stopped): treating the run as failed", ok, stopped);
+      return 1;
+    }
+    // Everyone stopped at a checkpoint: verify it before anything restarts from it.
+    ringrun::Checkpoint ck;
+    std::vector<std::string> warnings;
+    bool good = store->load_latest(&ck, &warnings);
+    for (auto& w : warnings) log("%s", w.c_str());
+    if (!good) {
+      log("no usable checkpoint in %s after the stop: not restarting", o.ckpt_dir.c_str());
+      return 1;
+    }
+    double ck_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_sent).count();
+    log("checkpoint at step %llu verified (%s), %.2f s after the request", (unsigned long long)ck.step,
+        ck.file.c_str(), ck_s);
+    event(o.ckpt_dir, "checkpointed step " + std::to_string(ck.step));
+    if (!target) target = world;
+
+    if (job && !o.no_requeue) {
+      // From here on Slurm's own SIGTERM (our requeue) must not interrupt the sequence.
+      signal(SIGTERM, SIG_IGN);
+      double rq = 0, up = 0;
+      std::string err = job->requeue_resized(target, &rq, &up);
+      if (!err.empty()) {
+        log("requeue of job %u at %d GPUs failed: %s", job_id, target, err.c_str());
+        event(o.ckpt_dir, "requeue_failed " + err);
+        return 1;
+      }
+      event(o.ckpt_dir, "released " + std::to_string(target));
+      log("job %u requeued at %d GPUs (requeue %.2f s, update+release %.2f s)", job_id, target, rq, up);
+      return 0;
+    }
+    if (job || reason.rfind("resize", 0) != 0) {
+      // No one to restart us (or asked to stop): leave it at the checkpoint.
+      log("stopped at step %llu (%s)", (unsigned long long)ck.step, reason.c_str());
+      return kExitStopped;
+    }
+    // Locally, a resize restarts the workers at once, through the same checkpoint.
+    log("restarting locally at %d GPUs", target);
+    world = target;
+  }
+}

@@ -1,0 +1,197 @@
+#include "slurm_job.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+#ifdef HAVE_LIBSLURM
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+#endif
+
+namespace ringrun {
+
+namespace {
+
+// "gres:gpu:v100:4", "gres/gpu:v100=4", "gres:gpu:4" -> type and count (count 0 if none).
+[[maybe_unused]] void parse_gpu_gres(const std::string& s, std::string* type, int* count) {
+  *count = 0;
+  type->clear();
+  size_t at = s.find("gpu");
+  if (at == std::string::npos) return;
+  std::string rest = s.substr(at + 3);
+  size_t end = rest.find(',');
+  if (end != std::string::npos) rest = rest.substr(0, end);
+  std::vector<std::string> f;
+  std::string cur;
+  for (char c : rest) {
+    if (c == ':' || c == '=' || c == '(') {
+      f.push_back(cur);
+      cur.clear();
+      if (c == '(') break;
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) f.push_back(cur);
+  // f[0] is "" (what followed "gpu"); then [type,] count.
+  std::vector<std::string> g;
+  for (auto& x : f)
+    if (!x.empty()) g.push_back(x);
+  if (g.empty()) return;
+  char* e = nullptr;
+  long n = std::strtol(g.back().c_str(), &e, 10);
+  if (e && *e == 0 && n > 0 && n <= 4096) {
+    *count = int(n);
+    if (g.size() >= 2) *type = g[g.size() - 2];
+  } else if (g.size() == 1) {
+    *type = g[0];
+    *count = 1;
+  }
+}
+
+}  // namespace
+
+#ifdef HAVE_LIBSLURM
+
+bool libslurm_available() { return true; }
+
+static std::string slurm_error() { return slurm_strerror(slurm_get_errno()); }
+
+SlurmJob::SlurmJob(uint32_t job_id) : id_(job_id) {
+  static bool initialised = false;
+  if (!initialised) slurm_init(nullptr), initialised = true;
+  refresh();
+}
+
+void SlurmJob::refresh() {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, id_, SHOW_DETAIL) != SLURM_SUCCESS || !msg || msg->record_count < 1) {
+    if (msg) slurm_free_job_info_msg(msg);
+    throw std::runtime_error("cannot read Slurm job " + std::to_string(id_) + ": " + slurm_error());
+  }
+  const slurm_job_info_t& j = msg->job_array[0];
+  shape_.job_id = id_;
+  shape_.nodes = int(j.num_nodes);
+  parse_gpu_gres(j.tres_per_node ? j.tres_per_node : "", &shape_.gpu_type, &shape_.gpus_per_node);
+  shape_.admin_comment = j.admin_comment ? j.admin_comment : "";
+  shape_.first_node_addr.clear();
+  if (j.nodes && *j.nodes) {
+    hostlist_t hl = slurm_hostlist_create(j.nodes);
+    if (char* first = hl ? slurm_hostlist_shift(hl) : nullptr) {
+      node_info_msg_t* nodes = nullptr;
+      if (slurm_load_node_single(&nodes, first, SHOW_ALL) == SLURM_SUCCESS && nodes && nodes->record_count > 0 &&
+          nodes->node_array[0].node_addr)
+        shape_.first_node_addr = nodes->node_array[0].node_addr;
+      if (nodes) slurm_free_node_info_msg(nodes);
+      if (shape_.first_node_addr.empty()) shape_.first_node_addr = first;
+      free(first);
+    }
+    if (hl) slurm_hostlist_destroy(hl);
+  }
+  slurm_free_job_info_msg(msg);
+}
+
+int SlurmJob::node_gpus() const {
+  node_info_msg_t* nodes = nullptr;
+  int best = 0;
+  if (slurm_load_node(0, &nodes, SHOW_ALL) != SLURM_SUCCESS || !nodes) return 0;
+  for (uint32_t i = 0; i < nodes->record_count; ++i) {
+    const node_info_t& n = nodes->node_array[i];
+    if (!n.gres) continue;
+    std::string type;
+    int count;
+    parse_gpu_gres(std::string("gres:") + n.gres, &type, &count);
+    if (shape_.gpu_type.empty() || type == shape_.gpu_type) best = std::max(best, count);
+  }
+  slurm_free_node_info_msg(nodes);
+  return best;
+}
+
+std::string SlurmJob::requeue_resized(int total, double* requeue_s, double* update_s) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  int per_node_max = node_gpus();
+  if (per_node_max <= 0) per_node_max = shape_.gpus_per_node;
+  if (total < 1 || per_node_max < 1) return "cannot size the job: " + std::to_string(total) + " GPUs";
+  int nodes = (total + per_node_max - 1) / per_node_max;
+  if (total % nodes != 0)
+    return std::to_string(total) + " GPUs do not split evenly over " + std::to_string(nodes) + " nodes";
+  int per_node = total / nodes;
+  const int old_nodes = shape_.nodes;
+
+  if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
+  *requeue_s = std::chrono::duration<double>(clock::now() - t0).count();
+  auto t1 = clock::now();
+
+  // One field per update (DESIGN 4: a failed multi-field update is not atomic). The job may
+  // still be completing right after the requeue; retry briefly on "not pending".
+  auto update = [&](job_desc_msg_t* d, const char* what) -> std::string {
+    for (int tries = 0;; ++tries) {
+      if (slurm_update_job(d) == SLURM_SUCCESS) return "";
+      int e = slurm_get_errno();
+      if ((e == ESLURM_JOB_NOT_PENDING || e == ESLURM_TRANSITION_STATE_NO_UPDATE) && tries < 50) {
+        usleep(100000);
+        continue;
+      }
+      return std::string(what) + " update failed: " + slurm_strerror(e);
+    }
+  };
+  std::string err;
+  if (nodes != old_nodes) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id_;
+    d.min_nodes = d.max_nodes = uint32_t(nodes);
+    err = update(&d, "NumNodes");
+  }
+  if (err.empty() && per_node != shape_.gpus_per_node) {
+    // Typed stays typed, untyped stays untyped (DESIGN 4).
+    std::string gres = "gres:gpu:" + (shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":") + std::to_string(per_node);
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id_;
+    d.tres_per_node = const_cast<char*>(gres.c_str());
+    err = update(&d, "gres");
+    if (!err.empty() && nodes != old_nodes) {
+      job_desc_msg_t back;
+      slurm_init_job_desc_msg(&back);
+      back.job_id = id_;
+      back.min_nodes = back.max_nodes = uint32_t(old_nodes);
+      std::string e2 = update(&back, "NumNodes (rollback)");
+      if (!e2.empty()) err += "; " + e2;
+    }
+  }
+  job_desc_msg_t rel;
+  slurm_init_job_desc_msg(&rel);
+  rel.job_id = id_;
+  rel.priority = INFINITE;  // what "scontrol release" sends
+  std::string rerr = update(&rel, "release");
+  *update_s = std::chrono::duration<double>(clock::now() - t1).count();
+  if (!rerr.empty()) err += (err.empty() ? "" : "; ") + rerr;
+  return err;
+}
+
+#else  // !HAVE_LIBSLURM
+
+bool libslurm_available() { return false; }
+SlurmJob::SlurmJob(uint32_t job_id) : id_(job_id) {
+  throw std::runtime_error("ringrun was built without libslurm (Debian: libslurm-dev); cannot manage job " +
+                           std::to_string(job_id));
+}
+void SlurmJob::refresh() {}
+int SlurmJob::node_gpus() const { return 0; }
+std::string SlurmJob::requeue_resized(int, double*, double*) { return "built without libslurm"; }
+
+#endif
+
+}  // namespace ringrun

@@ -1,0 +1,43 @@
+// ringrun's view of its own Slurm job, through libslurm: what it was given, and the resize
+// sequence of DESIGN 4 (requeue with hold, update the pending job, release).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ringrun {
+
+struct JobShape {
+  uint32_t job_id = 0;
+  int nodes = 0;              // allocated (or requested, when pending) node count
+  int gpus_per_node = 0;      // from the job's gres request
+  std::string gpu_type;       // "" when the request was untyped
+  std::string first_node_addr;// address of the first allocated node (the ring's master)
+  std::string admin_comment;  // where the policy engine leaves resize requests
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+class SlurmJob {
+ public:
+  // Throws std::runtime_error when libslurm is not available or the job cannot be read.
+  explicit SlurmJob(uint32_t job_id);
+  const JobShape& shape() const { return shape_; }
+  // Re-reads the job (e.g. for a new admin comment).
+  void refresh();
+
+  // Largest GPU count per node for the job's GPU type (from the node table), 0 if unknown.
+  int node_gpus() const;
+
+  // requeue-hold -> NumNodes=N-N -> gres -> release, each step checked. A failed gres update
+  // puts the old node count back before releasing, so the job never stays in a shape that
+  // cannot run. Returns "" on success, else what failed. timings (seconds) filled in.
+  std::string requeue_resized(int total_gpus, double* requeue_s, double* update_s);
+
+ private:
+  uint32_t id_;
+  JobShape shape_;
+};
+
+bool libslurm_available();
+
+}  // namespace ringrun

@@ -1,0 +1,38 @@
+// The environment shared by ringrun and its workers: one accessor per variable (ringrun(1),
+// ENVIRONMENT), and the timing report a worker leaves for the wrapper.
+#pragma once
+
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace ringrun {
+namespace env {
+
+inline std::string get(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+// Folder of the job's checkpoints.
+inline std::string ckpt_dir() { return get("RINGRUN_CKPT_DIR"); }
+// GPU type the workers run on (lower case, e.g. "v100"), for emulation and reports.
+inline std::string gpu_type() { return get("RINGRUN_GPU_TYPE"); }
+// Profile CSV used for emulation and to bound reported iteration times.
+inline std::string profiles() { return get("RINGRUN_PROFILES"); }
+// Where rank 0 writes its measured iteration times at exit.
+inline std::string timing_file() { return get("RINGRUN_TIMING_FILE"); }
+
+// One line "world,global_batch,steps,seconds" (steady-state iterations only). Best effort: the
+// wrapper treats a missing or malformed file as "nothing measured".
+inline void write_timing(int world, int global_batch, uint64_t steps, double seconds) {
+  std::string f = timing_file();
+  if (f.empty() || steps == 0) return;
+  if (FILE* fp = std::fopen(f.c_str(), "w")) {
+    std::fprintf(fp, "%d,%d,%llu,%.9g\n", world, global_batch, (unsigned long long)steps, seconds);
+    std::fclose(fp);
+  }
+}
+
+}  // namespace env
+}  // namespace ringrun
