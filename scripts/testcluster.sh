@@ -17,6 +17,7 @@
 #   RINGSCHED_CLUSTER_PORT  first TCP port (default: derived from the state directory, so that
 #                           clusters in different directories do not collide); uses port..port+6
 #   RINGSCHED_PROFILES      profile CSV for ringsched.conf (default: <repo>/data/profiles/gavel.csv)
+#   RINGSCHED_FEATURES      model feature CSV (default: <repo>/data/model_features.csv)
 #
 # "up" is idempotent: a cluster already up with the same plugin setting is left running; one with
 # the other setting is restarted. Everything is stopped by the PIDs recorded in the state
@@ -95,6 +96,7 @@ MinGainMultiple=2
 MinResizeInterval=60
 Samples=32
 ProfileFiles=$profiles
+FeatureFile=${RINGSCHED_FEATURES:-$repo_root/data/model_features.csv}
 PlanFile=$state/plan.json
 MaxGpusPerJob=16
 EOF
