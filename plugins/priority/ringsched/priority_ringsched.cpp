@@ -134,6 +134,12 @@ class PlanningThread {
 
 PlanningThread* g_thread = nullptr;
 
+const ringsched::Job* find_job(const ringsched::Snapshot& snap, const std::string& id) {
+  for (const auto& j : snap.jobs)
+    if (j.id == id) return &j;
+  return nullptr;
+}
+
 void PlanningThread::run() {
   using clock = std::chrono::steady_clock;
   auto next = clock::now() + std::chrono::seconds(2);  // let slurmctld finish starting up
@@ -301,7 +307,8 @@ void PlanningThread::round() {
         info("priority/ringsched: job %u reshaped %d x %s -> %d x %s (%s)", r.id, r.shape.gpus,
              r.shape.type.c_str(), gpus, type.c_str(), jp.reason.c_str());
     } else if (jp.resize && engine->conf().resize_running && r.request.is_elastic()) {
-      const std::string request = "ringsched-resize:gpus=" + std::to_string(gpus) + ",type=" + type;
+      // ringrun(1) reads "ringsched:resize=N" from AdminComment when SIGUSR2 nudges it.
+      const std::string request = "ringsched:resize=" + std::to_string(gpus) + ",type=" + type;
       if (signalled_[r.id] == request && r.admin_comment.find(request) == 0) continue;
       job_desc_msg_t desc;
       slurm_init_job_desc_msg(&desc);
@@ -363,6 +370,11 @@ void PlanningThread::write_plan(const ringsched::Engine& engine, const ringsched
     json_object_set_new(o, "elastic", json_boolean(r.request.is_elastic()));
     json_object_set_new(o, "current_type", json_string(r.shape.type.c_str()));
     json_object_set_new(o, "current_gpus", json_integer(r.shape.gpus));
+    if (const ringsched::Job* j = find_job(snap, id)) {
+      json_object_set_new(o, "iterations", json_real(j->iterations));
+      json_object_set_new(o, "remaining", json_real(j->remaining));
+    }
+    json_object_set_new(o, "admin_comment", json_string(r.admin_comment.c_str()));
     json_array_append_new(jobs, o);
   }
   json_object_set_new(root, "jobs", jobs);
