@@ -1,0 +1,138 @@
+#include "slurm_test_cluster.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+namespace ringtest {
+
+namespace {
+
+std::string harness() { return std::string(RINGSCHED_SRCDIR) + "/scripts/testcluster.sh"; }
+
+CommandResult shell(const std::string& command) {
+  CommandResult r;
+  FILE* p = popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::unique_ptr<SlurmTestCluster> g_cluster;
+
+void stop_at_exit() {
+  if (!g_cluster) return;
+  const CommandResult r = shell(harness() + " down");
+  std::printf("%s", r.out.c_str());
+}
+
+}  // namespace
+
+SlurmTestCluster& SlurmTestCluster::get(const std::string& name, bool plugins) {
+  if (!g_cluster) {
+    g_cluster.reset(new SlurmTestCluster(name, plugins));
+    std::atexit(stop_at_exit);
+  } else if (g_cluster->plugins_ != plugins) {
+    g_cluster->set_plugins(plugins);
+  }
+  return *g_cluster;
+}
+
+SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
+  dir_ = std::string(RINGSCHED_BUILDDIR) + "/tests/.cluster-" + name;
+  mkdir(dir_.c_str(), 0755);
+  setenv("RINGSCHED_CLUSTER_DIR", dir_.c_str(), 1);
+  setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
+  setenv("RINGSCHED_CONF", conf_path().c_str(), 1);
+  write_ringsched_conf("");
+  up(plugins);
+}
+
+void SlurmTestCluster::up(bool plugins) {
+  const std::string cmd = harness() + " up" + (plugins ? " --plugins" : "") +
+                          " --builddir=" + RINGSCHED_BUILDDIR;
+  const CommandResult r = shell(cmd);
+  std::printf("%s", r.out.c_str());
+  if (r.rc != 0) throw std::runtime_error("test cluster did not come up: " + r.out);
+  plugins_ = plugins;
+}
+
+void SlurmTestCluster::set_plugins(bool plugins) {
+  if (plugins != plugins_) up(plugins);
+}
+
+void SlurmTestCluster::write_ringsched_conf(const std::string& extra_lines) {
+  const std::string src = RINGSCHED_SRCDIR;
+  std::ofstream out(conf_path() + ".tmp");
+  out << "# written by the ringsched tests\n"
+      << "ProfileFiles=" << src << "/data/profiles/gavel.csv\n"
+      << "FeatureFile=" << src << "/data/model_features.csv\n"
+      << "PlanFile=" << plan_path() << "\n"
+      << "MaxGpusPerJob=16\n"
+      << "ReplanInterval=2\nRestartCost=5\nMinGainMultiple=0\nMinResizeInterval=0\n"
+      << extra_lines;
+  out.close();
+  std::rename((conf_path() + ".tmp").c_str(), conf_path().c_str());
+}
+
+CommandResult SlurmTestCluster::run(const std::string& command) const { return shell(command); }
+
+unsigned SlurmTestCluster::submit(const std::string& args, std::string* out) const {
+  const CommandResult r = shell("sbatch --parsable -o /dev/null " + args);
+  if (out) *out = r.out;
+  if (r.rc != 0) return 0;
+  return static_cast<unsigned>(std::strtoul(r.out.c_str(), nullptr, 10));
+}
+
+std::string SlurmTestCluster::job_field(unsigned job, const std::string& field) const {
+  const CommandResult r = shell("scontrol show job " + std::to_string(job));
+  const std::string key = " " + field + "=";
+  size_t at = r.out.find(key);
+  if (at == std::string::npos) {
+    if (r.out.compare(0, field.size() + 1, field + "=") != 0) return "";
+    at = 0;
+  } else {
+    at += 1;
+  }
+  at += field.size() + 1;
+  size_t end = r.out.find_first_of(" \n", at);
+  // AdminComment and Comment run to the end of the line.
+  if (field == "AdminComment" || field == "Comment") end = r.out.find('\n', at);
+  return r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+bool SlurmTestCluster::ctld_up() const { return shell("scontrol ping").out.find("is UP") != std::string::npos; }
+
+void SlurmTestCluster::restart_ctld() {
+  const CommandResult r = shell(harness() + " restart-ctld");
+  if (r.rc != 0) throw std::runtime_error("restart-ctld failed: " + r.out);
+}
+
+void SlurmTestCluster::cancel_all() {
+  shell("scancel --user=$(id -un)");
+  wait_for([this] { return shell("squeue -h -t all -o %i | wc -l").out == "0\n" ||
+                           shell("squeue -h -t R,PD,CG,S -o %i | wc -l").out == "0\n"; },
+           30);
+}
+
+bool SlurmTestCluster::wait_for(const std::function<bool()>& cond, double seconds, double poll_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+}
+
+}  // namespace ringtest

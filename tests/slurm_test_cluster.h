@@ -1,0 +1,49 @@
+// The real local Slurm cluster of scripts/testcluster.sh, for integration tests: one cluster per
+// test program (its own state directory and ports under the build tree), started on first use and
+// stopped when the program exits. Commands run as real processes with this cluster's SLURM_CONF.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace ringtest {
+
+struct CommandResult {
+  int rc = -1;
+  std::string out;  // stdout and stderr together
+};
+
+class SlurmTestCluster {
+ public:
+  // Brings the cluster up with or without the ringsched plugins (restarting it if the setting
+  // differs). `name` picks the state directory (one per test program).
+  static SlurmTestCluster& get(const std::string& name, bool plugins);
+
+  const std::string& dir() const { return dir_; }
+  std::string conf_path() const { return dir_ + "/ringsched.conf"; }
+  std::string plan_path() const { return dir_ + "/plan.json"; }
+  std::string slurmctld_log() const { return dir_ + "/log/slurmctld.log"; }
+
+  CommandResult run(const std::string& command) const;
+  // sbatch --parsable ...: the job id, or 0 (and `out` holds the error) when rejected.
+  unsigned submit(const std::string& args, std::string* out = nullptr) const;
+  // One field of `scontrol show job` (e.g. "JobState", "NodeList", "AdminComment").
+  std::string job_field(unsigned job, const std::string& field) const;
+  bool ctld_up() const;
+  void set_plugins(bool plugins);
+  void restart_ctld();
+  // Cancels every job and waits until none is left holding resources.
+  void cancel_all();
+  // Writes ringsched.conf (the given lines, with ProfileFiles/FeatureFile/PlanFile added).
+  void write_ringsched_conf(const std::string& extra_lines);
+
+  static bool wait_for(const std::function<bool()>& cond, double seconds, double poll_s = 0.25);
+
+ private:
+  SlurmTestCluster(const std::string& name, bool plugins);
+  void up(bool plugins);
+  std::string dir_;
+  bool plugins_ = false;
+};
+
+}  // namespace ringtest

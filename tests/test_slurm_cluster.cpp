@@ -1,0 +1,319 @@
+// Integration tests of the ringsched plugins in a real Slurm 22.05 cluster (munged, slurmctld and
+// six slurmd on 127.0.0.1 with v100, p100 and k80 fake GPUs; scripts/testcluster.sh). Jobs are
+// submitted with the real sbatch and the SPANK options; results are read back from scontrol,
+// squeue, the slurmctld log and the plan JSON that priority/ringsched writes.
+#include <cppunit/extensions/HelperMacros.h>
+#include <jansson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ringsched/model.h"
+#include "ringsched/throughput.h"
+#include "slurm_test_cluster.h"
+
+using ringtest::SlurmTestCluster;
+
+namespace {
+
+SlurmTestCluster& cluster() { return SlurmTestCluster::get("test_slurm_cluster", true); }
+
+// A planned or current job row of the plan JSON.
+struct PlanRow {
+  bool found = false;
+  bool runs = false;
+  bool resize = false;
+  int gpus = 0;
+  int order = -1;
+  int current_gpus = 0;
+  std::string reason;
+};
+
+struct PlanView {
+  long long generated_at = 0;
+  std::map<std::string, PlanRow> jobs;
+};
+
+PlanView read_plan() {
+  PlanView v;
+  json_error_t err;
+  json_t* root = json_load_file(cluster().plan_path().c_str(), 0, &err);
+  if (!root) return v;
+  v.generated_at = json_integer_value(json_object_get(root, "generated_at"));
+  size_t i;
+  json_t* j;
+  json_array_foreach(json_object_get(json_object_get(root, "plan"), "jobs"), i, j) {
+    PlanRow& r = v.jobs[json_string_value(json_object_get(j, "job_id"))];
+    r.found = true;
+    r.runs = json_is_true(json_object_get(j, "runs"));
+    r.resize = json_is_true(json_object_get(j, "resize"));
+    r.gpus = static_cast<int>(json_integer_value(json_object_get(j, "gpus")));
+    r.order = static_cast<int>(json_integer_value(json_object_get(j, "order")));
+    const char* reason = json_string_value(json_object_get(j, "reason"));
+    r.reason = reason ? reason : "";
+  }
+  json_array_foreach(json_object_get(root, "jobs"), i, j) {
+    PlanRow& r = v.jobs[json_string_value(json_object_get(j, "job_id"))];
+    r.current_gpus = static_cast<int>(json_integer_value(json_object_get(j, "current_gpus")));
+  }
+  json_decref(root);
+  return v;
+}
+
+std::string describe(const PlanView& v) {
+  std::ostringstream os;
+  for (const auto& [id, r] : v.jobs)
+    os << " [job " << id << " runs=" << r.runs << " gpus=" << r.gpus << " now=" << r.current_gpus
+       << " resize=" << r.resize << " order=" << r.order << ": " << r.reason << "]";
+  return os.str();
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+bool wait_state(unsigned job, const std::string& state, double seconds) {
+  return SlurmTestCluster::wait_for([&] { return cluster().job_field(job, "JobState") == state; }, seconds);
+}
+
+// A model of the profile table whose fastest type at one GPU is `type`, and its second best.
+std::pair<std::string, std::string> model_fastest_on(const std::string& type) {
+  ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(std::string(RINGSCHED_SRCDIR) +
+                                                                  "/data/profiles/gavel.csv"));
+  for (const std::string& m : tm.table().models()) {
+    std::vector<std::pair<double, std::string>> s;
+    for (const std::string& t : {"v100", "p100", "k80"}) s.emplace_back(tm.iters_per_s(m, t, 4), t);
+    std::sort(s.rbegin(), s.rend());
+    if (s[0].first > 0 && s[1].first > 0 && s[0].second == type && s[0].first > 1.2 * s[1].first)
+      return {m, s[1].second};
+  }
+  return {"", ""};
+}
+
+const char* kTrapScript = "--wrap 'trap \"echo resize-requested\" USR2; while true; do sleep 1; done'";
+
+}  // namespace
+
+class SlurmClusterTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(SlurmClusterTest);
+  CPPUNIT_TEST(testOptionsShownInHelp);
+  CPPUNIT_TEST(testRejectsUnknownType);
+  CPPUNIT_TEST(testRejectsImpossibleRange);
+  CPPUNIT_TEST(testOrdinaryJobUntouched);
+  CPPUNIT_TEST(testFastestTypeWhenFree);
+  CPPUNIT_TEST(testElasticGrowsThenShrinks);
+  CPPUNIT_TEST(testOrderingFollowsPlan);
+  CPPUNIT_TEST(testCliExplainsJobs);
+  CPPUNIT_TEST(testSurvivesBadConfig);
+  CPPUNIT_TEST(testRestartWithJobsInFlight);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void setUp() override { cluster(); }
+  void tearDown() override { cluster().cancel_all(); }
+
+  void testOptionsShownInHelp() {
+    const auto r = cluster().run("sbatch --help");
+    for (const char* o : {"--ring-model=NAME", "--ring-gpus=MIN-MAX", "--ring-elastic", "--ring-fixed",
+                          "--ring-spb", "--ring-types=LIST"})
+      CPPUNIT_ASSERT_MESSAGE(o, r.out.find(o) != std::string::npos);
+  }
+
+  void testRejectsUnknownType() {
+    std::string out;
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-types=a100 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("unknown GPU type 'a100'") != std::string::npos);
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("k80, p100, v100") != std::string::npos);
+  }
+
+  void testRejectsImpossibleRange() {
+    std::string out;
+    // 16 GPUs of one type do not exist (8 per type).
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-gpus=16 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("impossible --ring-gpus=16-16") != std::string::npos);
+    // Reversed range: the SPANK plugin stops sbatch itself.
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-gpus=8-2 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("--ring-gpus='8-2'") != std::string::npos);
+    // Above MaxGpusPerJob.
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-gpus=1-64 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("MaxGpusPerJob=16") != std::string::npos);
+    // A model nobody knows, with no feature row to predict it from.
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=no-such-model --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("no-such-model") != std::string::npos);
+  }
+
+  void testOrdinaryJobUntouched() {
+    std::string out;
+    const unsigned id = cluster().submit("--gres=gpu:k80:1 --wrap 'sleep 30'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:k80:1"), cluster().job_field(id, "TresPerNode"));
+    CPPUNIT_ASSERT(wait_state(id, "RUNNING", 15));
+    CPPUNIT_ASSERT(cluster().job_field(id, "NodeList").rfind("k80-", 0) == 0);
+  }
+
+  void testFastestTypeWhenFree() {
+    const auto [model, second] = model_fastest_on("v100");
+    CPPUNIT_ASSERT_MESSAGE("no model in gavel.csv is clearly fastest on v100", !model.empty());
+    std::string out;
+    const unsigned a = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --wrap 'sleep 60'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, a > 0);
+    CPPUNIT_ASSERT(wait_state(a, "RUNNING", 20));
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:4"), cluster().job_field(a, "TresPerNode"));
+    CPPUNIT_ASSERT(cluster().job_field(a, "NodeList").rfind("v100-", 0) == 0);
+    // With every v100 held, the same request goes to the next best type.
+    const unsigned b = cluster().submit("--gres=gpu:v100:4 --wrap 'sleep 60'");
+    CPPUNIT_ASSERT(wait_state(b, "RUNNING", 20));
+    const unsigned c = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --wrap 'sleep 60'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, c > 0);
+    CPPUNIT_ASSERT(wait_state(c, "RUNNING", 20));
+    CPPUNIT_ASSERT_EQUAL("gres:gpu:" + second + ":4", cluster().job_field(c, "TresPerNode"));
+  }
+
+  void testElasticGrowsThenShrinks() {
+    // Half the v100s held by an ordinary job: the elastic job starts on the other half.
+    const unsigned blocker = cluster().submit("--gres=gpu:v100:4 -w v100-2 --wrap 'sleep 300'");
+    CPPUNIT_ASSERT(wait_state(blocker, "RUNNING", 20));
+    std::string out;
+    const unsigned e = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-8 " +
+                                        std::string(kTrapScript), &out);
+    CPPUNIT_ASSERT_MESSAGE(out, e > 0);
+    CPPUNIT_ASSERT(wait_state(e, "RUNNING", 20));
+    const std::string id = std::to_string(e);
+    // The cluster's v100s free up: the plan grows the job and records the request on it.
+    cluster().run("scancel " + std::to_string(blocker));
+    PlanView v;
+    const bool grew = SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      const PlanRow& r = v.jobs[id];
+      return r.runs && r.current_gpus == 4 && r.gpus == 8 && r.resize;
+    }, 20);
+    CPPUNIT_ASSERT_MESSAGE("no plan grew the elastic job:" + describe(v), grew);
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] {
+      return cluster().job_field(e, "AdminComment").find("ringsched:resize=8") == 0; }, 10));
+    // A new fixed job wants 4 v100s: the plan shrinks the elastic one back, both run.
+    const unsigned n = cluster().submit("--ring-model=transformer-b128 --ring-types=v100 --ring-gpus=4 --ring-fixed --wrap 'sleep 300'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, n > 0);
+    const std::string nid = std::to_string(n);
+    const bool shrank = SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      const PlanRow& r = v.jobs[id];
+      const PlanRow& rn = v.jobs[nid];
+      return rn.found && rn.runs && rn.gpus == 4 && r.runs && r.gpus > 0 && r.gpus < 8;
+    }, 20);
+    CPPUNIT_ASSERT_MESSAGE("no plan shrank the elastic job for the new one:" + describe(v), shrank);
+  }
+
+  void testOrderingFollowsPlan() {
+    // Every node's CPUs held by an ordinary job without GPUs: ring jobs stay pending although the
+    // planner sees free GPUs, so their priorities show the plan's order.
+    const unsigned hog = cluster().submit("-N6 --ntasks-per-node=1 -c 8 --wrap 'sleep 300'");
+    CPPUNIT_ASSERT(wait_state(hog, "RUNNING", 20));
+    std::vector<unsigned> ring;
+    for (const char* args : {"--ring-model=resnet18-b16 --ring-gpus=1-4",
+                             "--ring-model=transformer-b128 --ring-gpus=2-8",
+                             "--ring-model=lm-b20 --ring-gpus=1"}) {
+      std::string out;
+      const unsigned id = cluster().submit(std::string(args) + " --wrap true", &out);
+      CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+      ring.push_back(id);
+    }
+    const unsigned plain = cluster().submit("--gres=gpu:k80:1 --wrap true");
+    CPPUNIT_ASSERT(plain > 0);
+    PlanView v;
+    CPPUNIT_ASSERT_MESSAGE("the plan does not start the three ring jobs", SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      for (unsigned id : ring) if (!v.jobs[std::to_string(id)].runs) return false;
+      return true;
+    }, 20));
+    // Priorities (read after the plan was applied) sort as the plan orders the jobs.
+    bool ordered = SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      std::vector<std::pair<int, long>> order_prio;
+      for (unsigned id : ring)
+        order_prio.emplace_back(v.jobs[std::to_string(id)].order,
+                                std::stol("0" + cluster().job_field(id, "Priority")));
+      std::sort(order_prio.begin(), order_prio.end());
+      for (size_t i = 1; i < order_prio.size(); ++i)
+        if (order_prio[i].second >= order_prio[i - 1].second) return false;
+      return order_prio.back().second > std::stol("0" + cluster().job_field(plain, "Priority"));
+    }, 15);
+    CPPUNIT_ASSERT_MESSAGE("priorities do not follow the plan:" + describe(v), ordered);
+  }
+
+  void testCliExplainsJobs() {
+    std::string out;
+    const unsigned id = cluster().submit("--ring-model=resnet50-b64 --ring-gpus=1-4 --wrap 'sleep 60'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+    const std::string cli = std::string(RINGSCHED_BUILDDIR) + "/tools/ringsched --plan " + cluster().plan_path();
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return read_plan().jobs[std::to_string(id)].found; }, 15));
+    const auto status = cluster().run(cli + " status");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(status.out, 0, status.rc);
+    CPPUNIT_ASSERT_MESSAGE(status.out, status.out.find(std::to_string(id) + " ") != std::string::npos);
+    const auto explain = cluster().run(cli + " explain " + std::to_string(id));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(explain.out, 0, explain.rc);
+    CPPUNIT_ASSERT_MESSAGE(explain.out, explain.out.find("why:") != std::string::npos);
+    CPPUNIT_ASSERT_MESSAGE(explain.out, explain.out.find("resnet50-b64") != std::string::npos);
+    const auto missing = cluster().run(cli + " explain 999999");
+    CPPUNIT_ASSERT(missing.rc != 0);
+  }
+
+  void testSurvivesBadConfig() {
+    cluster().write_ringsched_conf("Policy=combined\nReplanInterval=banana\n");
+    const auto r = cluster().run("scontrol reconfigure");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    // ProfileFiles, FeatureFile, PlanFile, MaxGpusPerJob, 4 test lines, Policy: the bad line is 11.
+    const std::string where = cluster().conf_path() + ":11:";
+    CPPUNIT_ASSERT_MESSAGE("no file:line error in the slurmctld log", SlurmTestCluster::wait_for([&] {
+      return file_text(cluster().slurmctld_log()).find(where) != std::string::npos; }, 10));
+    CPPUNIT_ASSERT(cluster().ctld_up());
+    // Neutral: ring jobs are accepted unchanged, ordinary jobs run.
+    std::string out;
+    const unsigned ring = cluster().submit("--ring-model=resnet50-b64 --ring-types=a100 --wrap true", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, ring > 0);
+    const unsigned plain = cluster().submit("--gres=gpu:p100:1 --wrap true");
+    CPPUNIT_ASSERT(plain > 0);
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] {
+      const std::string s = cluster().job_field(plain, "JobState");
+      return s == "COMPLETED" || s == "RUNNING"; }, 20));
+    CPPUNIT_ASSERT(cluster().ctld_up());
+    // Fixed again: the rejection of unknown types is back.
+    cluster().write_ringsched_conf("");
+    cluster().run("scontrol reconfigure");
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] {
+      std::string o;
+      return cluster().submit("--ring-model=resnet50-b64 --ring-types=a100 --hold --wrap true", &o) == 0 &&
+             o.find("unknown GPU type") != std::string::npos; }, 10));
+  }
+
+  void testRestartWithJobsInFlight() {
+    std::string out;
+    const unsigned running = cluster().submit("--ring-model=resnet50-b64 --ring-gpus=4 --ring-fixed --wrap 'sleep 120'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, running > 0);
+    CPPUNIT_ASSERT(wait_state(running, "RUNNING", 20));
+    const unsigned pending = cluster().submit("--ring-model=resnet50-b64 --ring-gpus=8 --ring-fixed --begin=now+600 --wrap true", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, pending > 0);
+    const long long restarted_at = std::time(nullptr);
+    cluster().restart_ctld();
+    CPPUNIT_ASSERT(cluster().ctld_up());
+    CPPUNIT_ASSERT_EQUAL(std::string("RUNNING"), cluster().job_field(running, "JobState"));
+    CPPUNIT_ASSERT_EQUAL(std::string("PENDING"), cluster().job_field(pending, "JobState"));
+    // The planning thread runs again after the restart and still sees both jobs.
+    PlanView v;
+    CPPUNIT_ASSERT_MESSAGE("no plan after the restart", SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      return v.generated_at >= restarted_at && v.jobs[std::to_string(running)].found &&
+             v.jobs[std::to_string(pending)].found; }, 15));
+    CPPUNIT_ASSERT_EQUAL(4, v.jobs[std::to_string(running)].current_gpus);
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(SlurmClusterTest);
