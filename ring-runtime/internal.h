@@ -202,7 +202,7 @@ class TcpRing {
   struct SendItem { const char* src; uint32_t len; int32_t dep; };
   rr run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq);
   rr on_error(rr code);
-  rr read_header(bool* got, int64_t now);
+  rr check_backward();
   rr allgather_reduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div,
                       uint32_t seq, uint8_t kind);
 
@@ -216,6 +216,8 @@ class TcpRing {
   // persistent receive state (a header may be prefetched across operations)
   FrameHeader hdr_{};
   size_t hdr_got_ = 0;
+  FrameHeader back_hdr_{};  // an abort frame coming backwards from the next member
+  size_t back_got_ = 0;
   // outgoing frame state
   FrameHeader out_hdr_{};
   size_t out_hdr_sent_ = 32, out_payload_sent_ = 0, out_payload_len_ = 0;

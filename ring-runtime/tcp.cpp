@@ -56,7 +56,36 @@ int ms_until(int64_t t, int64_t now) {
 }
 }  // namespace
 
-TcpRing::~TcpRing() = default;
+// Closing a socket that still holds unread bytes makes the kernel reset the connection, and a
+// reset can overtake the abort notice we just sent. So: say we are done writing, read what is
+// left (bounded), then close. After a failure the neighbours get a moment to read our notice.
+TcpRing::~TcpRing() {
+  if (!in_.ok() && !out_.ok()) return;
+  if (in_.ok()) ::shutdown(in_.fd, SHUT_WR);
+  if (out_.ok()) ::shutdown(out_.fd, SHUT_WR);
+  const int64_t deadline = now_ns() + ms_to_ns(broken_ ? 300 : 0);
+  bool in_open = in_.ok(), out_open = out_.ok();
+  char sink[65536];
+  while (in_open || out_open) {
+    bool idle = true;
+    for (int k = 0; k < 2; ++k) {
+      bool& open = k == 0 ? in_open : out_open;
+      int fd = k == 0 ? in_.fd : out_.fd;
+      if (!open) continue;
+      ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+      if (n > 0) idle = false;
+      else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) open = false;
+    }
+    if (!idle) continue;
+    int64_t now = now_ns();
+    if (now >= deadline) break;
+    pollfd pf[2];
+    int np = 0;
+    if (in_open) pf[np++] = {in_.fd, POLLIN, 0};
+    if (out_open) pf[np++] = {out_.fd, POLLIN, 0};
+    ::poll(pf, np, std::max(1, ms_until(deadline, now)));
+  }
+}
 
 rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int>& members, int listen_fd,
                     int64_t deadline) {
@@ -131,10 +160,28 @@ rr TcpRing::on_error(rr code) {
 void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
   if (broken_) return;
   broken_ = true;
-  if (!out_.ok() || blamed == next_) return;
   const std::string saved_detail = last_detail();
   const int saved_blamed = last_blamed();
   const int64_t dl = now_ns() + ms_to_ns(std::min(1000, timeout_ms));
+  std::string msg = why.substr(0, 900);
+  FrameHeader h{};
+  h.magic = kFrameMagic;
+  h.type = kFrameAbort;
+  h.op = static_cast<uint8_t>(code);
+  h.length = static_cast<uint32_t>(msg.size());
+  h.src = rank_;
+  h.aux = blamed;
+  seal_header(&h);
+  std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
+  frame += msg;
+  // Backwards too, on the connection from the previous member (its sending side watches for
+  // this), so that the rank before a dead next one hears why its peer went away.
+  if (in_.ok() && blamed != prev_ && prev_ != next_)
+    send_all(in_.fd, frame.data(), frame.size(), dl, prev_, "an abort notice");
+  if (!out_.ok() || blamed == next_) {
+    set_error(code, saved_blamed, saved_detail);
+    return;
+  }
   // finish a partly written frame first so that the abort starts on a frame boundary
   while (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) {
     iovec iov[2];
@@ -160,17 +207,6 @@ void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
     set_error(code, saved_blamed, saved_detail);
     return;
   }
-  std::string msg = why.substr(0, 900);
-  FrameHeader h{};
-  h.magic = kFrameMagic;
-  h.type = kFrameAbort;
-  h.op = static_cast<uint8_t>(code);
-  h.length = static_cast<uint32_t>(msg.size());
-  h.src = rank_;
-  h.aux = blamed;
-  seal_header(&h);
-  std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
-  frame += msg;
   send_all(out_.fd, frame.data(), frame.size(), dl, next_, "an abort notice");
   set_error(code, saved_blamed, saved_detail);
 }
@@ -191,6 +227,26 @@ void TcpRing::keepalive_tick() {
   out_hdr_sent_ = n > 0 ? static_cast<size_t>(n) : 0;
   if (n < 0 && errno != EAGAIN && errno != EINTR) out_hdr_sent_ = 32;  // the error shows up later
   last_out_ns_ = now;
+}
+
+// The next member only ever writes to us to say it gave up (an abort frame) or by closing.
+rr TcpRing::check_backward() {
+  while (back_got_ < 32) {
+    ssize_t n = ::recv(out_.fd, reinterpret_cast<char*>(&back_hdr_) + back_got_, 32 - back_got_, MSG_DONTWAIT);
+    if (n > 0) { back_got_ += static_cast<size_t>(n); continue; }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return RINGRT_OK;
+    return fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection (%s; op %u, %s)", next_,
+                n == 0 ? "end of stream" : std::strerror(errno), seq_, coll_name(kind_));
+  }
+  const FrameHeader& h = back_hdr_;
+  if (h.magic != kFrameMagic || h.check != header_check(h) || h.type != kFrameAbort || h.length > 1024)
+    return fail(RINGRT_ERR_PROTOCOL, next_, "rank %d sent an unexpected frame backwards", next_);
+  std::string msg(h.length, '\0');
+  if (h.length && recv_all(out_.fd, &msg[0], h.length, now_ns() + ms_to_ns(1000), next_, "an abort notice") != RINGRT_OK)
+    msg = "rank " + std::to_string(h.aux) + " failed";
+  back_got_ = 0;
+  return fail(h.op == RINGRT_ERR_PROTOCOL ? RINGRT_ERR_PROTOCOL : RINGRT_ERR_PEER, h.aux, "%s", msg.c_str());
 }
 
 // ---- the engine ----------------------------------------------------------------------------
@@ -381,20 +437,16 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
     int np = 0;
     if (ri < nr) pf[np++] = {in_.fd, POLLIN, 0};
     bool watch_out = si < ns || out_partial();
-    if (watch_out) pf[np++] = {out_.fd, static_cast<short>((want_write ? POLLOUT : 0) | POLLRDHUP), 0};
+    if (watch_out) pf[np++] = {out_.fd, static_cast<short>((want_write ? POLLOUT : 0) | POLLIN | POLLRDHUP), 0};
     int64_t wake = now + T / 8;
     if (ri < nr) wake = std::min(wake, last_in + T + 1000000);
     if (send_blocked_since) wake = std::min(wake, send_blocked_since + T + 1000000);
     int pr = ::poll(pf, np, std::max(1, ms_until(wake, now)));
     if (pr > 0 && watch_out) {
       const pollfd& o = pf[np - 1];
-      if (o.revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-        char c;
-        ssize_t n = ::recv(out_.fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-          fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection (op %u, %s)", next_, seq, what);
-          return on_error(RINGRT_ERR_PEER);
-        }
+      if (o.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
+        rr rc = check_backward();
+        if (rc != RINGRT_OK) return on_error(rc);
       }
     }
   }

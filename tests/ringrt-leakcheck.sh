@@ -1,0 +1,11 @@
+#!/bin/sh
+# ringrt-leakcheck.sh WORKER [N] -- runs libringrt's leak worker (two forked ranks, N mixed
+# collectives on the TCP ring and on shared memory) under valgrind; fails when any process has a
+# definitely or indirectly lost block, or any other memory error.
+set -eu
+if ! command -v valgrind >/dev/null 2>&1; then
+  echo "ringrt-leakcheck: valgrind not installed" >&2
+  exit 77
+fi
+exec valgrind --quiet --leak-check=full --show-leak-kinds=definite,indirect \
+  --errors-for-leak-kinds=definite,indirect --error-exitcode=3 "$@"

@@ -1,0 +1,457 @@
+// libringrt under attack and failure: wrong secrets and loose secret files are refused; a killed
+// or stopped rank makes every other rank return RINGRT_ERR_PEER naming it within the timeout;
+// corrupt and truncated frames injected by a raw client are rejected; 10,000 collectives do not
+// grow memory. Plus the unit-level pieces (conversions, hostlists, checksums, kernels).
+#include <cppunit/extensions/HelperMacros.h>
+
+#include "internal.h"
+#include "ringrt.h"
+#include "ringrt_harness.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+using namespace ringrt_test;
+
+namespace {
+
+#define RANK_CHECK(call)                                                                             \
+  do {                                                                                               \
+    ringrt_result_t rc_ = (call);                                                                    \
+    if (rc_ != RINGRT_OK) {                                                                          \
+      std::printf("rank %d: %s -> %s: %s\n", rank, #call, ringrt_error_string(rc_), ringrt_error_detail()); \
+      return 10;                                                                                     \
+    }                                                                                                \
+  } while (0)
+
+std::string temp_path(const char* tag) {
+  return std::string("/tmp/ringrt-test-") + tag + "-" + std::to_string(getpid());
+}
+
+// Each rank loops on allreduce until it fails; it must fail with RINGRT_ERR_PEER naming `victim`
+// within the timeout (plus slack). The victim itself is killed or stopped by the parent.
+int until_failure(int rank, int victim, int timeout_ms, size_t count) {
+  RANK_CHECK(ringrt_init());
+  std::vector<float> buf(count, 1.0f);
+  const double give_up = mono_s() + 30;
+  while (mono_s() < give_up) {
+    double t0 = mono_s();
+    ringrt_result_t rc = ringrt_allreduce(nullptr, buf.data(), count, RINGRT_FLOAT32, RINGRT_SUM);
+    double took = mono_s() - t0;
+    if (rc == RINGRT_OK) {
+      for (float& v : buf) v = 1.0f;
+      continue;
+    }
+    int failed = -2;
+    ringrt_failed_rank(&failed);
+    std::printf("rank %d: %s after %.0f ms, failed rank %d: %s\n", rank, ringrt_error_string(rc), took * 1000, failed,
+                ringrt_error_detail());
+    if (rc != RINGRT_ERR_PEER) return 40;
+    if (failed != victim) return 41;
+    if (!std::strstr(ringrt_error_detail(), ("rank " + std::to_string(victim)).c_str())) return 42;
+    if (took * 1000 > timeout_ms + 2500) return 43;
+    // the world stays broken until re-formed
+    if (ringrt_barrier() != rc) return 44;
+    ringrt_finalize();
+    return 0;
+  }
+  std::printf("rank %d: no error within 30 s\n", rank);
+  return 45;
+}
+
+void fault_world(int n, const std::string& backend, const std::vector<std::string>& hosts, int victim, bool stop,
+                 size_t count) {
+  WorldEnv env;
+  env.world = n;
+  env.port = free_port();
+  env.backend = backend;
+  env.hosts = hosts;
+  env.timeout_ms = stop ? 1000 : 3000;
+  auto out = run_world(
+      env, [&](int r) { return until_failure(r, victim, env.timeout_ms, count); }, 60,
+      [&](const std::vector<pid_t>& pids) {
+        usleep(800 * 1000);  // let them get going
+        if (stop) {
+          kill(pids[victim], SIGSTOP);
+          usleep(static_cast<useconds_t>(env.timeout_ms + 3000) * 1000);
+          kill(pids[victim], SIGKILL);
+          kill(pids[victim], SIGCONT);
+        } else {
+          kill(pids[victim], SIGKILL);
+        }
+      });
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) {
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 128 + SIGKILL, out[r].status);
+      continue;
+    }
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, out[r].status);
+  }
+}
+
+}  // namespace
+
+class RingrtFaultTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(RingrtFaultTest);
+  CPPUNIT_TEST(testWrongSecretRefused);
+  CPPUNIT_TEST(testSecretFileMode);
+  CPPUNIT_TEST(testKilledPeerTcp);
+  CPPUNIT_TEST(testKilledPeerShm);
+  CPPUNIT_TEST(testKilledPeerHier);
+  CPPUNIT_TEST(testStalledPeerTcp);
+  CPPUNIT_TEST(testStalledPeerShm);
+  CPPUNIT_TEST(testCorruptFrames);
+  CPPUNIT_TEST(testNoMemoryGrowth);
+  CPPUNIT_TEST(testValgrindLeakCheck);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void testWrongSecretRefused();
+  void testSecretFileMode();
+  void testKilledPeerTcp() { fault_world(4, "tcp", {}, 2, false, 256 * 1024); }
+  void testKilledPeerShm() { fault_world(3, "shm", {}, 1, false, 256 * 1024); }
+  void testKilledPeerHier() { fault_world(4, "auto", {"a", "a", "b", "b"}, 3, false, 256 * 1024); }
+  void testStalledPeerTcp() { fault_world(3, "tcp", {}, 1, true, 64 * 1024); }
+  void testStalledPeerShm() { fault_world(3, "shm", {}, 2, true, 64 * 1024); }
+  void testCorruptFrames();
+  void testNoMemoryGrowth();
+  void testValgrindLeakCheck();
+};
+
+void RingrtFaultTest::testWrongSecretRefused() {
+  WorldEnv env;
+  env.world = 2;
+  env.port = free_port();
+  env.backend = "tcp";
+  auto legit = [&](int rank) {
+    env.apply(rank);
+    if (rank == 1) usleep(600 * 1000);  // the intruder goes first
+    RANK_CHECK(ringrt_init());
+    int32_t v = 5;
+    RANK_CHECK(ringrt_allreduce(nullptr, &v, 1, RINGRT_INT32, RINGRT_SUM));
+    RANK_CHECK(ringrt_finalize());
+    return v == 10 ? 0 : 50;
+  };
+  std::vector<std::function<int()>> fns = {
+      [&] { return legit(0); },
+      [&] { return legit(1); },
+      [&] {
+        env.apply(1);
+        setenv("RINGRT_SECRET", "not-the-job-secret", 1);
+        usleep(150 * 1000);
+        ringrt_result_t rc = ringrt_init();
+        std::printf("intruder: %s: %s\n", ringrt_error_string(rc), ringrt_error_detail());
+        return rc == RINGRT_ERR_AUTH ? 0 : 51;
+      }};
+  auto out = run_procs(fns, 60);
+  for (auto& o : out) CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, o.status);
+  CPPUNIT_ASSERT_MESSAGE(describe(out), out[0].output.find("refused") != std::string::npos);
+  CPPUNIT_ASSERT_MESSAGE(describe(out), out[0].output.find("does not prove the job secret") != std::string::npos);
+  CPPUNIT_ASSERT_MESSAGE(describe(out), out[2].output.find("wrong job secret") != std::string::npos);
+}
+
+void RingrtFaultTest::testSecretFileMode() {
+  const std::string path = temp_path("secret");
+  {
+    std::ofstream f(path);
+    f << "file-secret-abc\n";
+  }
+  chmod(path.c_str(), 0644);
+  WorldEnv env;
+  env.world = 1;
+  env.port = free_port();
+  auto out = run_world(env, [&](int rank) {
+    unsetenv("RINGRT_SECRET");
+    setenv("RINGRT_SECRET_FILE", path.c_str(), 1);
+    ringrt_result_t rc = ringrt_init();
+    std::printf("0644: %s: %s\n", ringrt_error_string(rc), ringrt_error_detail());
+    if (rc != RINGRT_ERR_AUTH || !std::strstr(ringrt_error_detail(), "0644")) return 60;
+    unsetenv("RINGRT_SECRET_FILE");
+    rc = ringrt_init();  // no secret at all
+    if (rc != RINGRT_ERR_AUTH) return 61;
+    chmod(path.c_str(), 0600);
+    setenv("RINGRT_SECRET_FILE", path.c_str(), 1);
+    RANK_CHECK(ringrt_init());
+    RANK_CHECK(ringrt_finalize());
+    return 0;
+  });
+  unlink(path.c_str());
+  CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, out[0].status);
+  // and a 0600 file is read without its trailing newline
+  std::string s;
+  {
+    std::ofstream f(path);
+    f << "abc\n";
+  }
+  chmod(path.c_str(), 0600);
+  CPPUNIT_ASSERT_EQUAL(RINGRT_OK, ringrt::load_secret_file(path, &s));
+  CPPUNIT_ASSERT_EQUAL(std::string("abc"), s);
+  chmod(path.c_str(), 0640);
+  CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_AUTH, ringrt::load_secret_file(path, &s));
+  unlink(path.c_str());
+}
+
+namespace {
+// A raw client that joins as rank 1 (it knows the secret), forms the ring, then writes `bytes`
+// onto the data connection to rank 0 instead of proper frames.
+int raw_rank1(const WorldEnv& env, const std::string& bytes, bool then_close) {
+  env.apply(1);
+  ringrt::Config cfg;
+  if (ringrt::config_from_env(&cfg) != RINGRT_OK) return 70;
+  ringrt::Table table;
+  ringrt::Fd listener;
+  if (ringrt::rendezvous(cfg, &table, &listener) != RINGRT_OK) {
+    std::printf("raw: rendezvous: %s\n", ringrt::last_detail().c_str());
+    return 71;
+  }
+  ringrt::TcpRing ring;
+  if (ring.connect(cfg, table, {0, 1}, listener.fd, ringrt::now_ns() + ringrt::ms_to_ns(10000)) != RINGRT_OK) {
+    std::printf("raw: connect: %s\n", ringrt::last_detail().c_str());
+    return 72;
+  }
+  ringrt::set_nonblocking(ring.out_fd(), false);
+  if (write(ring.out_fd(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) return 73;
+  if (!then_close) usleep(3000 * 1000);
+  return 0;
+}
+
+std::string frame(uint32_t seq, uint32_t len, size_t payload) {
+  ringrt::FrameHeader h{};
+  h.magic = ringrt::kFrameMagic;
+  h.type = ringrt::kFrameData;
+  h.kind = ringrt::kCollAllreduce;
+  h.dtype = RINGRT_FLOAT32;
+  h.op = RINGRT_SUM;
+  h.seq = seq;
+  h.item = 0;
+  h.length = len;
+  h.src = 1;
+  ringrt::seal_header(&h);
+  std::string s(reinterpret_cast<const char*>(&h), sizeof h);
+  s.append(payload, '\x01');
+  return s;
+}
+}  // namespace
+
+void RingrtFaultTest::testCorruptFrames() {
+  const size_t count = 100000;  // two blocks of 200000 bytes: one frame each at the first step
+  struct Case { const char* name; std::string bytes; bool close; ringrt_result_t want; };
+  std::string flipped = frame(1, 200000, 0);
+  flipped[12] ^= 0x40;  // a bit flip in the sequence number breaks the header checksum
+  std::vector<Case> cases = {
+      {"garbage", std::string(64, 'A'), false, RINGRT_ERR_PROTOCOL},
+      {"bit flip", flipped, false, RINGRT_ERR_PROTOCOL},
+      {"wrong sequence", frame(999, 200000, 200000), false, RINGRT_ERR_PROTOCOL},
+      {"short frame", frame(1, 100, 100) + frame(1, 200000, 0), false, RINGRT_ERR_PROTOCOL},
+      {"cut mid-frame", frame(1, 200000, 1000), true, RINGRT_ERR_PEER},
+  };
+  for (const Case& c : cases) {
+    WorldEnv env;
+    env.world = 2;
+    env.port = free_port();
+    env.backend = "tcp";
+    env.timeout_ms = 2000;
+    std::vector<std::function<int()>> fns = {
+        [&] {
+          int rank = 0;
+          env.apply(0);
+          RANK_CHECK(ringrt_init());
+          std::vector<float> buf(count, 1.f);
+          ringrt_result_t rc = ringrt_allreduce(nullptr, buf.data(), count, RINGRT_FLOAT32, RINGRT_SUM);
+          int failed = -2;
+          ringrt_failed_rank(&failed);
+          std::printf("%s: %s, failed rank %d: %s\n", c.name, ringrt_error_string(rc), failed, ringrt_error_detail());
+          ringrt_finalize();
+          return rc == c.want && failed == 1 ? 0 : 74;
+        },
+        [&] { return raw_rank1(env, c.bytes, c.close); }};
+    auto out = run_procs(fns, 30);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(std::string(c.name) + ": " + describe(out), 0, out[0].status);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(std::string(c.name) + ": " + describe(out), 0, out[1].status);
+  }
+}
+
+namespace {
+long rss_kb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  return -1;
+}
+}  // namespace
+
+void RingrtFaultTest::testNoMemoryGrowth() {
+  for (const char* backend : {"tcp", "shm"}) {
+    WorldEnv env;
+    env.world = 2;
+    env.port = free_port();
+    env.backend = backend;
+    auto out = run_world(env, [&](int rank) {
+      RANK_CHECK(ringrt_init());
+      std::vector<float> small(1024), mid(40000);
+      std::vector<double> d(3);
+      size_t heap1 = 0;
+      long rss1 = 0;
+      int ops = 0;
+      for (int it = 0; it < 2500; ++it) {
+        RANK_CHECK(ringrt_allreduce(nullptr, small.data(), small.size(), RINGRT_FLOAT32, RINGRT_AVG));
+        RANK_CHECK(ringrt_allreduce(nullptr, mid.data(), mid.size(), RINGRT_FLOAT32, RINGRT_SUM));
+        RANK_CHECK(ringrt_broadcast(d.data(), d.size(), RINGRT_FLOAT64, it % 2));
+        ringrt_bucket_t b[2] = {{small.data(), 100, nullptr, 0}, {mid.data(), 300, nullptr, 0}};
+        int depth[2] = {2, 1};
+        RANK_CHECK(ringrt_allreduce_spb_depth(b, 2, RINGRT_FLOAT32, depth));
+        ops += 4;
+        if (it == 249) {
+          heap1 = mallinfo2().uordblks;
+          rss1 = rss_kb();
+        }
+      }
+      size_t heap2 = mallinfo2().uordblks;
+      long rss2 = rss_kb();
+      std::printf("rank %d: %d collectives; heap %zu -> %zu bytes, rss %ld -> %ld KiB\n", rank, ops, heap1, heap2,
+                  rss1, rss2);
+      RANK_CHECK(ringrt_finalize());
+      if (heap2 > heap1 + 4096) return 80;
+      if (rss2 > rss1 + 256) return 81;
+      return 0;
+    }, 120);
+    for (auto& o : out) CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, o.status);
+  }
+}
+
+void RingrtFaultTest::testValgrindLeakCheck() {
+  if (system("command -v valgrind >/dev/null 2>&1") != 0) {
+    std::printf("     valgrind not installed: leak check skipped\n");
+    return;
+  }
+  std::string cmd = std::string("sh ") + RINGSCHED_SRCDIR + "/tests/ringrt-leakcheck.sh " + RINGSCHED_BUILDDIR +
+                    "/tests/ringrt_leak_worker 400 > " + temp_path("vg") + ".log 2>&1";
+  int rc = system(cmd.c_str());
+  std::ifstream f(temp_path("vg") + ".log");
+  std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  unlink((temp_path("vg") + ".log").c_str());
+  CPPUNIT_ASSERT_EQUAL_MESSAGE(log, 0, rc);
+}
+
+// ---- unit-level pieces ---------------------------------------------------------------------
+class RingrtUnitTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(RingrtUnitTest);
+  CPPUNIT_TEST(testHalfConversions);
+  CPPUNIT_TEST(testSlurmFirstHost);
+  CPPUNIT_TEST(testEnvParsing);
+  CPPUNIT_TEST(testHeaderChecksum);
+  CPPUNIT_TEST(testKernels);
+  CPPUNIT_TEST(testErrorStrings);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void testHalfConversions() {
+    using namespace ringrt;
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3c00), float_to_half(1.0f));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x7bff), float_to_half(65504.0f));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x7c00), float_to_half(70000.0f));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0xc000), float_to_half(-2.0f));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x0001), float_to_half(5.9604645e-8f));  // smallest subnormal
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3c00), float_to_half(1.0f + 1.0f / 2048));  // tie rounds to even
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3c02), float_to_half(1.0f + 3.0f / 2048));  // tie rounds to even (up)
+    for (uint32_t h = 0; h < 0x7c00; ++h)  // every finite positive half survives the round trip
+      CPPUNIT_ASSERT_EQUAL(uint16_t(h), float_to_half(half_to_float(static_cast<uint16_t>(h))));
+    CPPUNIT_ASSERT(std::isnan(half_to_float(float_to_half(NAN))));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3f80), float_to_bf16(1.0f));
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3f80), float_to_bf16(1.00390625f));  // tie to even
+    CPPUNIT_ASSERT_EQUAL(uint16_t(0x3f82), float_to_bf16(1.01171875f));  // tie to even (up)
+    CPPUNIT_ASSERT_EQUAL(3.0f, bf16_to_float(float_to_bf16(3.0f)));
+  }
+  void testSlurmFirstHost() {
+    using ringrt::slurm_first_host;
+    CPPUNIT_ASSERT_EQUAL(std::string("gpu03"), slurm_first_host("gpu[03-05,9],cpu1"));
+    CPPUNIT_ASSERT_EQUAL(std::string("node7"), slurm_first_host("node7,node8"));
+    CPPUNIT_ASSERT_EQUAL(std::string("a1"), slurm_first_host("a[1,4]"));
+    CPPUNIT_ASSERT_EQUAL(std::string("solo"), slurm_first_host("solo"));
+  }
+  void testEnvParsing() {
+    const char* vars[] = {"RINGRT_RANK", "RINGRT_WORLD_SIZE", "RINGRT_MASTER_ADDR", "RINGRT_MASTER_PORT",
+                          "RINGRT_SECRET", "RINGRT_SECRET_FILE", "RINGRT_BACKEND", "RINGRT_TIMEOUT_MS",
+                          "RINGRT_INIT_TIMEOUT_MS", "RINGRT_HOSTNAME", "SLURM_PROCID", "SLURM_NTASKS",
+                          "SLURM_JOB_NODELIST", "SLURM_JOB_ID"};
+    for (const char* v : vars) unsetenv(v);
+    ringrt::Config c;
+    CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_CONFIG, ringrt::config_from_env(&c));
+    // Slurm's variables stand in
+    setenv("SLURM_PROCID", "3", 1);
+    setenv("SLURM_NTASKS", "8", 1);
+    setenv("SLURM_JOB_NODELIST", "gpu[12-15]", 1);
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("RINGRT_SECRET", "s", 1);
+    ringrt::Config s;
+    CPPUNIT_ASSERT_EQUAL(RINGRT_OK, ringrt::config_from_env(&s));
+    CPPUNIT_ASSERT_EQUAL(3, s.rank);
+    CPPUNIT_ASSERT_EQUAL(8, s.world_size);
+    CPPUNIT_ASSERT_EQUAL(std::string("gpu12"), s.master_addr);
+    CPPUNIT_ASSERT_EQUAL(20000 + 4242, s.master_port);
+    CPPUNIT_ASSERT_EQUAL(5000, s.timeout_ms);
+    // explicit ones win; malformed ones are named
+    setenv("RINGRT_RANK", "1", 1);
+    setenv("RINGRT_TIMEOUT_MS", "12x", 1);
+    ringrt::Config e;
+    CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_CONFIG, ringrt::config_from_env(&e));
+    CPPUNIT_ASSERT(ringrt::last_detail().find("RINGRT_TIMEOUT_MS") != std::string::npos);
+    setenv("RINGRT_TIMEOUT_MS", "250", 1);
+    setenv("RINGRT_BACKEND", "carrier-pigeon", 1);
+    CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_CONFIG, ringrt::config_from_env(&e));
+    setenv("RINGRT_BACKEND", "hier", 1);
+    setenv("RINGRT_RANK", "9", 1);
+    CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_CONFIG, ringrt::config_from_env(&e));  // rank >= world size
+    setenv("RINGRT_RANK", "1", 1);
+    ringrt::Config ok;
+    CPPUNIT_ASSERT_EQUAL(RINGRT_OK, ringrt::config_from_env(&ok));
+    CPPUNIT_ASSERT_EQUAL(1, ok.rank);
+    CPPUNIT_ASSERT_EQUAL(250, ok.timeout_ms);
+    CPPUNIT_ASSERT_EQUAL(RINGRT_BACKEND_HIER, ok.backend);
+    for (const char* v : vars) unsetenv(v);
+  }
+  void testHeaderChecksum() {
+    ringrt::FrameHeader h{};
+    h.magic = ringrt::kFrameMagic;
+    h.length = 1234;
+    ringrt::seal_header(&h);
+    CPPUNIT_ASSERT_EQUAL(h.check, ringrt::header_check(h));
+    for (int byte = 0; byte < 28; ++byte) {
+      ringrt::FrameHeader x = h;
+      reinterpret_cast<uint8_t*>(&x)[byte] ^= 0x10;
+      CPPUNIT_ASSERT(x.check != ringrt::header_check(x));
+    }
+  }
+  void testKernels() {
+    int32_t a[5] = {1, -2, 3, 7, -9}, b[5] = {4, 5, -6, 7, 0};
+    int32_t s[5];
+    std::memcpy(s, a, sizeof a);
+    ringrt::reduce_into(s, b, 5, RINGRT_INT32, RINGRT_MIN);
+    CPPUNIT_ASSERT(s[0] == 1 && s[1] == -2 && s[2] == -6 && s[4] == -9);
+    std::memcpy(s, a, sizeof a);
+    ringrt::reduce_into_div(s, b, 5, RINGRT_INT32, RINGRT_AVG, 2);
+    CPPUNIT_ASSERT(s[0] == 2 && s[1] == 1 && s[2] == -1 && s[3] == 7 && s[4] == -4);
+    uint16_t h[2] = {ringrt::float_to_bf16(1.5f), ringrt::float_to_bf16(-4.f)};
+    uint16_t g[2] = {ringrt::float_to_bf16(2.5f), ringrt::float_to_bf16(8.f)};
+    ringrt::reduce_into(h, g, 2, RINGRT_BFLOAT16, RINGRT_MAX);
+    CPPUNIT_ASSERT_EQUAL(2.5f, ringrt::bf16_to_float(h[0]));
+    CPPUNIT_ASSERT_EQUAL(8.f, ringrt::bf16_to_float(h[1]));
+  }
+  void testErrorStrings() {
+    for (int r = 0; r <= RINGRT_ERR_NOMEM; ++r) {
+      const char* s = ringrt_error_string(static_cast<ringrt_result_t>(r));
+      CPPUNIT_ASSERT(std::strncmp(s, "RINGRT_", 7) == 0);
+    }
+    CPPUNIT_ASSERT_EQUAL(size_t(2), ringrt_dtype_size(RINGRT_BFLOAT16));
+    CPPUNIT_ASSERT_EQUAL(size_t(0), ringrt_dtype_size(static_cast<ringrt_dtype_t>(99)));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(RingrtFaultTest);
+CPPUNIT_TEST_SUITE_REGISTRATION(RingrtUnitTest);
