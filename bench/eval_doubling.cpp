@@ -1,0 +1,254 @@
+// eval_doubling: how far the doubling heuristic lands from the exact optimum of the static
+// problem (DESIGN 3.2), on random instances built from the real throughput tables.
+//
+// Instances cycle over three pools: ElasticFlow A100, ElasticFlow T4 (data/profiles/
+// elasticflow.csv) and Gavel (data/profiles/gavel.csv; one of k80, p100, v100 per instance).
+// Each has 2..30 jobs (at most one per GPU), models drawn from the pool's table, min 1 GPU, max a
+// power of two up to 64, remaining iterations log-uniform in [1e3, 1e6], 10% inelastic jobs of 1,
+// 2, 4 or 8 GPUs, on a cluster of 8..256 GPUs. Speeds come from ThroughputModel (measured points,
+// ring-model fit beyond them). Every job is pending, so the static problem is the whole problem.
+// Prints a progress line, a table per pool and overall, and a JSON summary (jansson).
+#include <jansson.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ringsched/doubling.h"
+#include "ringsched/doubling_steps.h"
+#include "ringsched/throughput.h"
+
+using namespace ringsched;
+
+namespace {
+
+struct Pool {
+  std::string name;
+  const ThroughputModel* model;
+  std::vector<std::string> types;  // one drawn per instance
+};
+
+struct Stats {
+  int instances = 0;
+  double paper_sum = 0, paper_worst = 0, ours_sum = 0, ours_worst = 0;
+  int paper_optimal = 0, ours_optimal = 0;
+  double dp_us = 0, paper_us = 0, ours_us = 0, ours_us_max = 0;
+  void add(double paper_gap, double ours_gap, double dp, double p, double o) {
+    ++instances;
+    paper_sum += paper_gap;
+    ours_sum += ours_gap;
+    paper_worst = std::max(paper_worst, paper_gap);
+    ours_worst = std::max(ours_worst, ours_gap);
+    paper_optimal += paper_gap < 1e-9;
+    ours_optimal += ours_gap < 1e-9;
+    dp_us += dp;
+    paper_us += p;
+    ours_us += o;
+    ours_us_max = std::max(ours_us_max, o);
+  }
+  double mean(double sum) const { return instances ? sum / instances : 0; }
+};
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: eval_doubling [--seed N] [--instances N] [--profiles DIR]\n"
+               "Gap of the doubling heuristic (paper steps, and with our local improvement) to\n"
+               "the exact DP optimum on random instances from the ElasticFlow and Gavel tables.\n"
+               "  --seed N        random seed (default 1)\n"
+               "  --instances N   number of instances, 1..1000000 (default 1000)\n"
+               "  --profiles DIR  folder with elasticflow.csv and gavel.csv\n"
+               "                  (default: the source tree's data/profiles)\n"
+               "  --help          this text\n");
+}
+
+long parse_long(const std::string& option, const char* text, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno || end == text || *end || v < lo || v > hi) {
+    std::fprintf(stderr, "eval_doubling: %s needs an integer in %ld..%ld, got '%s'\n",
+                 option.c_str(), lo, hi, text);
+    std::exit(2);
+  }
+  return v;
+}
+
+double micros_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+json_t* stats_json(const Stats& s) {
+  return json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f, s:f}", "instances",
+                   s.instances, "paper_mean_gap_pct", 100 * s.mean(s.paper_sum),
+                   "paper_worst_gap_pct", 100 * s.paper_worst, "ours_mean_gap_pct",
+                   100 * s.mean(s.ours_sum), "ours_worst_gap_pct", 100 * s.ours_worst,
+                   "paper_optimal", s.paper_optimal, "ours_optimal", s.ours_optimal, "dp_mean_us",
+                   s.mean(s.dp_us), "paper_mean_us", s.mean(s.paper_us), "ours_mean_us",
+                   s.mean(s.ours_us), "ours_max_us", s.ours_us_max);
+}
+
+void print_row(const std::string& name, const Stats& s) {
+  std::printf("%-18s %6d %8.3f %8.3f %8.3f %8.3f %7d %7d %9.1f %9.1f %9.1f\n", name.c_str(),
+              s.instances, 100 * s.mean(s.paper_sum), 100 * s.paper_worst, 100 * s.mean(s.ours_sum),
+              100 * s.ours_worst, s.paper_optimal, s.ours_optimal, s.mean(s.dp_us),
+              s.mean(s.paper_us), s.mean(s.ours_us));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  unsigned seed = 1;
+  long instances = 1000;
+  std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "eval_doubling: unknown option or missing value: %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+    if (a == "--seed")
+      seed = static_cast<unsigned>(parse_long(a, argv[++i], 0, 4294967295L));
+    else if (a == "--instances")
+      instances = parse_long(a, argv[++i], 1, 1000000);
+    else if (a == "--profiles")
+      profiles = argv[++i];
+    else {
+      std::fprintf(stderr, "eval_doubling: unknown option %s\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+  }
+
+  ThroughputModel elasticflow, gavel;
+  try {
+    elasticflow = ThroughputModel(ProfileTable::load_csv(profiles + "/elasticflow.csv"));
+    gavel = ThroughputModel(ProfileTable::load_csv(profiles + "/gavel.csv"));
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "eval_doubling: %s\n", e.what());
+    return 1;
+  }
+  std::vector<Pool> pools = {{"elasticflow-a100", &elasticflow, {"a100"}},
+                             {"elasticflow-t4", &elasticflow, {"t4"}},
+                             {"gavel", &gavel, {"k80", "p100", "v100"}}};
+
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<Stats> per_pool(pools.size());
+  Stats overall;
+  struct Worst { double gap = -1; long instance = 0; std::string pool, type; int gpus = 0, jobs = 0; };
+  Worst worst_paper, worst_ours;
+  ResizeCosts costs;  // no job runs yet, so restart cost and hysteresis do not enter
+  auto started = std::chrono::steady_clock::now();
+
+  for (long inst = 0; inst < instances; ++inst) {
+    const Pool& pool = pools[inst % pools.size()];
+    std::string type = pool.types[rng() % pool.types.size()];
+    std::vector<std::string> models;
+    for (const std::string& m : pool.model->table().models())
+      if (pool.model->knows(m, type) && pool.model->iters_per_s(m, type, 1) > 0) models.push_back(m);
+    int total = 8 + static_cast<int>(rng() % 249);
+    int n_jobs = 2 + static_cast<int>(rng() % (std::min(30, total) - 1));
+    std::vector<DoublingJob> jobs;
+    int need = 0;
+    while (static_cast<int>(jobs.size()) < n_jobs) {
+      DoublingJob job;
+      std::string model = models[rng() % models.size()];
+      const ThroughputModel* tm = pool.model;
+      job.speed = [tm, model, type](int n) { return tm->iters_per_s(model, type, n); };
+      job.remaining = std::exp(std::log(1e3) + unit(rng) * (std::log(1e6) - std::log(1e3)));
+      job.min_gpus = 1;
+      job.max_gpus = 1 << (rng() % 7);
+      if (unit(rng) < 0.1) {
+        job.elastic = false;
+        job.requested = 1 << (rng() % 4);
+        job.max_gpus = std::max(job.max_gpus, job.requested);
+      }
+      int base = job.elastic ? job.min_gpus : job.requested;
+      // Keep the static problem feasible (every later job needs at least 1 GPU): redraw.
+      int later = n_jobs - static_cast<int>(jobs.size()) - 1;
+      if (need + base + later > total) continue;
+      need += base;
+      jobs.push_back(std::move(job));
+    }
+    std::vector<int> order(jobs.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int>(j);
+
+    auto t0 = std::chrono::steady_clock::now();
+    DoublingResult dp = optimal_static(jobs, total);
+    double dp_us = micros_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    DoublingResult paper = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps{false});
+    double paper_us = micros_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    DoublingResult ours = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps{true});
+    double ours_us = micros_since(t0);
+    for (const DoublingResult* r : {&paper, &ours})
+      for (int g : r->gpus)
+        if (g <= 0) {
+          std::fprintf(stderr, "eval_doubling: instance %ld: a job waits although all fit\n", inst);
+          return 1;
+        }
+
+    double paper_gap = paper.objective_s / dp.objective_s - 1;
+    double ours_gap = ours.objective_s / dp.objective_s - 1;
+    if (paper_gap < -1e-9 || ours_gap < -1e-9) {
+      std::fprintf(stderr, "eval_doubling: instance %ld: heuristic below the optimum (%g, %g)\n",
+                   inst, paper_gap, ours_gap);
+      return 1;
+    }
+    paper_gap = std::max(0.0, paper_gap);
+    ours_gap = std::max(0.0, ours_gap);
+    per_pool[inst % pools.size()].add(paper_gap, ours_gap, dp_us, paper_us, ours_us);
+    overall.add(paper_gap, ours_gap, dp_us, paper_us, ours_us);
+    if (paper_gap > worst_paper.gap)
+      worst_paper = {paper_gap, inst, pool.name, type, total, static_cast<int>(jobs.size())};
+    if (ours_gap > worst_ours.gap)
+      worst_ours = {ours_gap, inst, pool.name, type, total, static_cast<int>(jobs.size())};
+    if ((inst + 1) % 100 == 0 || inst + 1 == instances)
+      std::fprintf(stderr, "eval_doubling: %ld/%ld instances, mean gap paper %.3f%% ours %.3f%%\n",
+                   inst + 1, instances, 100 * overall.mean(overall.paper_sum),
+                   100 * overall.mean(overall.ours_sum));
+  }
+  double wall_s = micros_since(started) / 1e6;
+
+  std::printf("\nGap to the exact DP optimum (sum of remaining run times), seed %u, %ld instances\n",
+              seed, instances);
+  std::printf("%-18s %6s %8s %8s %8s %8s %7s %7s %9s %9s %9s\n", "pool", "inst", "paper%",
+              "paperMax", "ours%", "oursMax", "paperOK", "oursOK", "dp_us", "paper_us", "ours_us");
+  for (size_t p = 0; p < pools.size(); ++p) print_row(pools[p].name, per_pool[p]);
+  print_row("overall", overall);
+  std::printf("(paper: DESIGN 3.2 steps 1-2; ours: plus the local improvement pass; %%: mean gap,\n"
+              " Max: worst gap, OK: instances at the optimum, _us: mean microseconds per call)\n");
+  std::printf("worst paper instance: #%ld %s/%s, %d GPUs, %d jobs, gap %.3f%%\n", worst_paper.instance,
+              worst_paper.pool.c_str(), worst_paper.type.c_str(), worst_paper.gpus, worst_paper.jobs,
+              100 * worst_paper.gap);
+  std::printf("worst ours instance:  #%ld %s/%s, %d GPUs, %d jobs, gap %.3f%%\n", worst_ours.instance,
+              worst_ours.pool.c_str(), worst_ours.type.c_str(), worst_ours.gpus, worst_ours.jobs,
+              100 * worst_ours.gap);
+  bool goal = overall.mean(overall.ours_sum) <= 0.01 && overall.ours_worst <= 0.05;
+  std::printf("goal (mean <= 1%%, worst <= 5%%): %s\n", goal ? "met" : "NOT met");
+
+  json_t* pools_json = json_object();
+  for (size_t p = 0; p < pools.size(); ++p)
+    json_object_set_new(pools_json, pools[p].name.c_str(), stats_json(per_pool[p]));
+  json_t* summary = json_pack("{s:s, s:I, s:I, s:o, s:o, s:b, s:f}", "eval", "doubling", "seed",
+                              static_cast<json_int_t>(seed), "instances",
+                              static_cast<json_int_t>(instances), "pools", pools_json, "overall",
+                              stats_json(overall), "goal_met", goal, "wall_s", wall_s);
+  char* text = json_dumps(summary, JSON_COMPACT);
+  std::printf("%s\n", text);
+  std::free(text);
+  json_decref(summary);
+  return 0;
+}
