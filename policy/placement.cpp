@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
@@ -24,7 +25,7 @@ namespace ringsched {
 namespace {
 
 constexpr double kExtraNodeShare = 0.05;   // see the locality model above
-constexpr double kBidEpsilon = 1e-4;       // bid increment, relative to the bidder's finish time
+constexpr double kBidEpsilon = 1e-3;       // bid increment, relative to the bidder's finish time
 constexpr long kExhaustiveVectors = 64;    // enumerate mixes up to this many, else local search
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -163,20 +164,28 @@ double speed_with_locality(const PlacementProblem& p, PlacementSpeeds& speeds, c
   return 1.0 / t_iter;
 }
 
-// The ascending-price market for one category (DESIGN 3.3 step 2). Objects are GPUs, handled in
-// node bundles (the GPUs of a node are identical and share one price). An unassigned job bids
-// for the package of counts[j] GPUs that maximises value minus price, value = -(finish time with
-// locality); if that package needs GPUs other jobs hold, those jobs lose their whole package and
-// bid again, and the contested nodes' price rises by the bidder's margin over its second-best
-// package plus epsilon (Bertsekas' auction increment; it ends because every eviction raises a
-// price). It ends when every job holds a package: no GPU has two jobs and every job's package is
-// within epsilon of its best at the final prices, a stable matching.
+// The ascending-price market for one category (DESIGN 3.3 step 2). Objects are GPUs; the GPUs of
+// one type are identical for the speed model, so they are handled in lots (GPUs of a type at one
+// price, free or held by one job) rather than one by one. An unassigned job bids for the package
+// of counts[j] GPUs (a count per type) that maximises value minus price, value = -(finish time,
+// with the locality the package cannot avoid: a mix of types, or more GPUs than one node holds,
+// crosses nodes). If the package needs GPUs other jobs hold, those jobs lose their whole package
+// and bid again, and the contested GPUs' price rises by the bidder's margin over its second-best
+// package plus epsilon (Bertsekas' auction increment). It ends when every job holds a package: no
+// GPU has two jobs and every package is within epsilon of its holder's best at the final prices
+// (a stable matching). Then each type's GPUs are packed onto nodes, largest demands first, best
+// fit, running jobs that keep their types first on the nodes they hold.
 class Market {
  public:
   Market(const PlacementProblem& p, PlacementSpeeds& speeds, const Topology& topo)
-      : p_(p), speeds_(speeds), topo_(topo), T_(speeds.num_types()) {}
+      : p_(p), speeds_(speeds), topo_(topo), T_(speeds.num_types()) {
+    max_node_.assign(T_, 1);
+    for (int t = 0; t < T_; ++t)
+      for (int n : topo_.nodes_of_type[t]) max_node_[t] = std::max(max_node_[t], topo_.nodes[n].cap);
+  }
 
-  // Quick necessary condition (Hall's condition over sets of types); false: cannot fit.
+  // Whether the category can be matched at all: per-job bounds and Hall's condition over sets of
+  // types (necessary and sufficient for jobs that may mix types).
   bool may_fit(const std::vector<int>& counts) const {
     int J = static_cast<int>(counts.size());
     std::vector<unsigned> mask(J, 0);
@@ -212,76 +221,105 @@ class Market {
   bool run(const std::vector<int>& counts, PlacementResult& out) {
     int J = static_cast<int>(counts.size());
     counts_ = counts;
-    state_.assign(topo_.nodes.size(), NodeState{});
-    for (size_t n = 0; n < topo_.nodes.size(); ++n) state_[n].free = topo_.nodes[n].cap;
-    package_.assign(J, {});
-    assigned_.assign(J, false);
     if (!may_fit(counts)) return false;
-
     std::vector<int> order;
     for (int j = 0; j < J; ++j)
       if (counts[j] > 0) order.push_back(j);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return counts[a] > counts[b]; });
+    reset(J);
     std::deque<int> queue(order.begin(), order.end());
-    long bids = 0, max_bids = 100L * J + 1000;
+    // Epsilon doubles every few bids per job: a price war between near-equal packages then ends
+    // in a number of rounds logarithmic in the value range (epsilon-scaling, run upwards).
+    long bids = 0;
+    const long max_bids = 20L * J + 200, escalate_every = J + 8;
+    epsilon_ = kBidEpsilon;
     while (!queue.empty() && bids < max_bids) {
       int j = queue.front();
       queue.pop_front();
       if (assigned_[j]) continue;
-      ++bids;
+      if (++bids % escalate_every == 0) epsilon_ *= 2;
       Bid bid;
       if (!best_package(j, /*free_only=*/false, bid)) return false;
       take(j, bid, queue);
     }
-    // Safety net (bid cap reached): the rest take what is free, if it fits.
-    while (!queue.empty()) {
-      int j = queue.front();
-      queue.pop_front();
-      if (assigned_[j]) continue;
-      Bid bid;
-      if (!best_package(j, /*free_only=*/true, bid)) return false;
-      take(j, bid, queue);
+    bids_ = bids;
+    // Safety net (bid cap reached): start over, most constrained jobs first, each taking its best
+    // package among the free GPUs.
+    if (!queue.empty()) {
+      reset(J);
+      auto kinds = [&](int j) {
+        int k = 0;
+        for (int t = 0; t < T_; ++t) k += speeds_.allowed(j, t) ? 1 : 0;
+        return p_.jobs[j].allow_mixed ? k : 0;
+      };
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return kinds(a) != kinds(b) ? kinds(a) < kinds(b) : counts[a] > counts[b];
+      });
+      bool greedy = true;
+      for (int j : order) {
+        Bid bid;
+        if (!best_package(j, /*free_only=*/true, bid)) {
+          greedy = false;
+          break;
+        }
+        std::deque<int> none;
+        take(j, bid, none);
+      }
+      if (!greedy && !feasible_flow(order)) return false;
     }
+    if (!pack_nodes()) return false;
     fill_result(out);
     return true;
   }
 
+  long last_bids() const { return bids_; }
+
  private:
-  struct NodeState {
-    double price = 0;
-    int free = 0;
-    std::vector<std::pair<int, int>> holders;  // (job, GPUs)
-  };
-  struct Segment {
+  struct Lot {
     double price;
-    bool held;
+    int holder;  // -1: free
     int count;
-    int node;
   };
   struct Bid {
-    std::vector<std::pair<int, int>> picks;  // (node, GPUs)
+    std::vector<int> counts;  // per type
     double utility = kNegInf;
     double second = kNegInf;
     double finish = 0;
   };
 
-  // GPUs of type t in price order (free before held at equal price, larger first).
-  std::vector<Segment> segments(int t, bool free_only) const {
-    std::vector<Segment> s;
-    for (int n : topo_.nodes_of_type[t]) {
-      const NodeState& st = state_[n];
-      if (st.free > 0) s.push_back({st.price, false, st.free, n});
-      int held = topo_.nodes[n].cap - st.free;
-      if (!free_only && held > 0) s.push_back({st.price, true, held, n});
-    }
-    std::sort(s.begin(), s.end(), [](const Segment& a, const Segment& b) {
+  void reset(int J) {
+    lots_.assign(T_, {});
+    for (int t = 0; t < T_; ++t)
+      if (topo_.cap_of_type[t] > 0) lots_[t].push_back(Lot{0.0, -1, topo_.cap_of_type[t]});
+    holding_.assign(J, std::vector<int>(T_, 0));
+    assigned_.assign(J, false);
+  }
+
+  // Lots of type t in the order a bidder buys them: cheapest first, free before held.
+  void sort_lots(int t) {
+    std::sort(lots_[t].begin(), lots_[t].end(), [](const Lot& a, const Lot& b) {
       if (a.price != b.price) return a.price < b.price;
-      if (a.held != b.held) return !a.held;
-      if (a.count != b.count) return a.count > b.count;
-      return a.node < b.node;
+      if ((a.holder < 0) != (b.holder < 0)) return a.holder < 0;
+      return a.holder < b.holder;
     });
-    return s;
+  }
+
+  // Per-iteration time of job j on counts c with the locality it cannot avoid.
+  double iteration_time(int j, const std::vector<int>& c, int n) {
+    double v = speeds_.speed(j, c);
+    if (v <= 0) return INFINITY;
+    double sum_v1 = 0, min_intra = INFINITY, min_inter = INFINITY;
+    int nodes = 0;
+    for (int t = 0; t < T_; ++t)
+      if (c[t] > 0) {
+        sum_v1 += c[t] * speeds_.single(j, t, 1);
+        nodes += (c[t] + max_node_[t] - 1) / max_node_[t];
+        min_intra = std::min(min_intra, topo_.min_intra[t]);
+        min_inter = std::min(min_inter, topo_.min_inter[t]);
+      }
+    return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo_.min_nodes(j, n),
+                                        min_intra / min_inter);
   }
 
   // The job's best package at current prices, and the utility of its second best.
@@ -291,55 +329,37 @@ class Market {
     std::vector<int> types;
     for (int t = 0; t < T_; ++t)
       if (speeds_.allowed(j, t)) types.push_back(t);
-    // Per allowed type: the price of its cheapest k GPUs and the nodes they touch.
-    std::vector<std::vector<Segment>> segs(T_);
+    // Per allowed type: the price of its cheapest k GPUs.
     std::vector<std::vector<double>> cost(T_);
-    std::vector<std::vector<int>> nodes(T_);
     std::vector<int> avail(T_, 0);
     for (int t : types) {
-      segs[t] = segments(t, free_only);
+      sort_lots(t);
       cost[t].assign(1, 0.0);
-      nodes[t].assign(1, 0);
-      for (const Segment& s : segs[t])
-        for (int k = 0; k < s.count && static_cast<int>(cost[t].size()) <= n; ++k) {
-          cost[t].push_back(cost[t].back() + s.price);
-          nodes[t].push_back(nodes[t].back() + (k == 0 ? 1 : 0));
-        }
+      for (const Lot& l : lots_[t]) {
+        if (free_only && l.holder >= 0) continue;
+        for (int k = 0; k < l.count && static_cast<int>(cost[t].size()) <= n; ++k)
+          cost[t].push_back(cost[t].back() + l.price);
+      }
       avail[t] = static_cast<int>(cost[t].size()) - 1;
     }
     double restart = job.running ? p_.costs.restart_s : 0.0;
-    auto utility = [&](const std::vector<int>& c, double& finish) -> double {
-      double v = speeds_.speed(j, c);
-      if (v <= 0) return kNegInf;
-      double sum_v1 = 0, price = 0, min_intra = INFINITY, min_inter = INFINITY;
-      int used = 0;
-      for (int t : types)
-        if (c[t] > 0) {
-          sum_v1 += c[t] * speeds_.single(j, t, 1);
-          price += cost[t][c[t]];
-          used += nodes[t][c[t]];
-          min_intra = std::min(min_intra, topo_.min_intra[t]);
-          min_inter = std::min(min_inter, topo_.min_inter[t]);
-        }
-      double t_iter = iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, used,
-                                                   topo_.min_nodes(j, n), min_intra / min_inter);
-      finish = job.remaining * t_iter + restart;
-      return -finish - price;
-    };
-    std::vector<int> best_c;
     double best_u = kNegInf, second_u = kNegInf, best_finish = 0;
+    std::vector<int> best_c;
     std::map<std::vector<int>, double> seen;
     auto consider = [&](const std::vector<int>& c) -> double {
       auto it = seen.find(c);
       if (it != seen.end()) return it->second;
-      double f = 0;
-      double u = utility(c, f);
+      double finish = job.remaining * iteration_time(j, c, n);
+      if (job.running && c != topo_.current_types[j]) finish += restart;
+      double price = 0;
+      for (int t : types) price += cost[t][c[t]];
+      double u = std::isfinite(finish) ? -finish - price : kNegInf;
       seen.emplace(c, u);
       if (u > best_u) {
         second_u = best_u;
         best_u = u;
         best_c = c;
-        best_finish = f;
+        best_finish = finish;
       } else if (u > second_u) {
         second_u = u;
       }
@@ -352,6 +372,11 @@ class Market {
         c[t] = n;
         consider(c);
       }
+    if (job.running && topo_.current_total[j] == n) {
+      bool fits = true;
+      for (int t = 0; t < T_; ++t) fits = fits && topo_.current_types[j][t] <= avail[t];
+      if (fits) consider(topo_.current_types[j]);
+    }
     if (job.allow_mixed && types.size() > 1) {
       int k = static_cast<int>(types.size());
       if (compositions(n, k, kExhaustiveVectors) <= kExhaustiveVectors) {
@@ -361,35 +386,11 @@ class Market {
         local_search(types, n, avail, best_c, consider);
       }
     }
-    // A running job may keep exactly what it holds: no restart cost.
-    if (job.running && topo_.current_total[j] == n && !free_only) {
-      double price = 0;
-      for (const auto& [node, g] : topo_.current[j]) price += g * state_[node].price;
-      double v = speed_with_locality(p_, speeds_, topo_, j, topo_.current[j]);
-      if (v > 0) {
-        double f = job.remaining / v;
-        double u = -f - price;
-        if (u > best_u) {
-          second_u = best_u;
-          best_u = u;
-          best_finish = f;
-          bid.picks = topo_.current[j];
-          bid.utility = best_u;
-          bid.second = second_u;
-          bid.finish = f;
-          return true;
-        } else if (u > second_u) {
-          second_u = u;
-        }
-      }
-    }
     if (best_c.empty() || best_u == kNegInf) return false;
+    bid.counts = best_c;
     bid.utility = best_u;
     bid.second = second_u;
     bid.finish = best_finish;
-    bid.picks.clear();
-    for (int t : types)
-      if (best_c[t] > 0) pick_nodes(segs[t], best_c[t], bid.picks);
     return true;
   }
 
@@ -454,96 +455,171 @@ class Market {
     }
   }
 
-  // Concrete GPUs of one type: cheapest price level first; inside a level, the smallest segment
-  // that holds what is left (best fit, fewer nodes), else the largest.
-  static void pick_nodes(const std::vector<Segment>& segs, int need,
-                         std::vector<std::pair<int, int>>& picks) {
-    std::vector<bool> used(segs.size(), false);
-    size_t first = 0;
-    while (need > 0) {
-      while (first < segs.size() && used[first]) ++first;
-      if (first == segs.size()) return;
-      size_t chosen = first;
-      bool fits = false;
-      for (size_t i = first; i < segs.size() && segs[i].price == segs[first].price &&
-                             segs[i].held == segs[first].held;
-           ++i) {
-        if (used[i]) continue;
-        bool f = segs[i].count >= need;
-        if (f && (!fits || segs[i].count < segs[chosen].count)) {
-          chosen = i;
-          fits = true;
-        } else if (!fits && segs[i].count > segs[chosen].count) {
-          chosen = i;
+  // Last resort: any assignment of GPU counts per type (augmenting paths, jobs -> types), which
+  // exists when Hall's condition holds; a job that may not mix must land on one type.
+  bool feasible_flow(const std::vector<int>& order) {
+    int J = static_cast<int>(counts_.size());
+    reset(J);
+    std::vector<int> left = topo_.cap_of_type;
+    std::vector<std::vector<int>>& flow = holding_;
+    // Find a path from job j to a type with spare capacity, through types whose GPUs another job
+    // could move elsewhere; push one GPU along it.
+    std::function<bool(int, std::vector<bool>&)> augment = [&](int j, std::vector<bool>& seen) {
+      for (int t = 0; t < T_; ++t) {
+        if (!speeds_.allowed(j, t) || seen[t]) continue;
+        seen[t] = true;
+        if (left[t] > 0) {
+          --left[t];
+          ++flow[j][t];
+          return true;
+        }
+        for (int k = 0; k < J; ++k) {
+          if (k == j || flow[k][t] == 0) continue;
+          if (augment(k, seen)) {  // k took a GPU elsewhere: it gives one of type t to j
+            --flow[k][t];
+            ++flow[j][t];
+            return true;
+          }
         }
       }
-      used[chosen] = true;
-      int x = std::min(need, segs[chosen].count);
-      bool merged = false;
-      for (auto& pk : picks)
-        if (pk.first == segs[chosen].node) {
-          pk.second += x;
-          merged = true;
-        }
-      if (!merged) picks.push_back({segs[chosen].node, x});
-      need -= x;
+      return false;
+    };
+    for (int j : order)
+      for (int g = 0; g < counts_[j]; ++g) {
+        std::vector<bool> seen(T_, false);
+        if (!augment(j, seen)) return false;
+      }
+    for (int j : order) {
+      int kinds = 0;
+      for (int t = 0; t < T_; ++t) kinds += flow[j][t] > 0 ? 1 : 0;
+      if (kinds > 1 && !p_.jobs[j].allow_mixed) return false;
+      assigned_[j] = true;
     }
+    return true;
   }
 
   void release(int j) {
-    for (const auto& [n, g] : package_[j]) {
-      NodeState& st = state_[n];
-      st.free += g;
-      for (size_t i = 0; i < st.holders.size(); ++i)
-        if (st.holders[i].first == j) {
-          st.holders.erase(st.holders.begin() + static_cast<long>(i));
-          break;
-        }
+    for (int t = 0; t < T_; ++t) {
+      if (holding_[j][t] == 0) continue;
+      for (Lot& l : lots_[t])
+        if (l.holder == j) l.holder = -1;
+      holding_[j][t] = 0;
     }
-    package_[j].clear();
     assigned_[j] = false;
   }
 
   void take(int j, const Bid& bid, std::deque<int>& queue) {
+    // First the contested GPUs: evict their holders and count them.
     int contested = 0;
-    std::vector<std::pair<int, int>> deficits;
-    for (const auto& [n, g] : bid.picks) {
-      NodeState& st = state_[n];
-      int deficit = g - st.free;
-      if (deficit <= 0) continue;
-      contested += deficit;
-      deficits.push_back({n, deficit});
-      while (st.free < g && !st.holders.empty()) {
-        // Evict the holder whose share here best covers what is missing, else the largest.
-        int need = g - st.free;
-        size_t victim = 0;
-        bool covers = false;
-        for (size_t i = 0; i < st.holders.size(); ++i) {
-          int h = st.holders[i].second;
-          if (h >= need && (!covers || h < st.holders[victim].second)) {
-            victim = i;
-            covers = true;
-          } else if (!covers && h > st.holders[victim].second) {
-            victim = i;
-          }
+    std::vector<int> held_taken(T_, 0);
+    for (int t = 0; t < T_; ++t) {
+      int need = bid.counts[t];
+      if (need <= 0) continue;
+      sort_lots(t);
+      for (size_t i = 0; i < lots_[t].size() && need > 0; ++i) {
+        int x = std::min(need, lots_[t][i].count);
+        if (lots_[t][i].holder >= 0) {
+          held_taken[t] += x;
+          contested += x;
+          int loser = lots_[t][i].holder;
+          release(loser);
+          queue.push_back(loser);
         }
-        int loser = st.holders[victim].first;
-        release(loser);
-        queue.push_back(loser);
+        need -= x;
       }
     }
+    double raise = 0;
     if (contested > 0) {
       double margin = bid.second == kNegInf ? 0.0 : bid.utility - bid.second;
-      double raise = (margin + kBidEpsilon * std::max(bid.finish, 1e-9)) / contested;
-      for (const auto& nd : deficits) state_[nd.first].price += raise;
+      raise = (margin + epsilon_ * std::max(bid.finish, 1e-9)) / contested;
     }
-    for (const auto& [n, g] : bid.picks) {
-      NodeState& st = state_[n];
-      st.free -= g;
-      st.holders.push_back({j, g});
+    // Then buy the cheapest GPUs of each type (evictions freed the contested ones in place).
+    for (int t = 0; t < T_; ++t) {
+      int need = bid.counts[t];
+      if (need <= 0) continue;
+      int contested_left = held_taken[t];
+      std::vector<Lot> bought;
+      for (Lot& l : lots_[t]) {
+        if (need == 0) break;
+        if (l.holder >= 0 || l.count == 0) continue;
+        int x = std::min(need, l.count);
+        l.count -= x;
+        need -= x;
+        // Units that were contested are bought at the raised price.
+        int c = std::min(x, contested_left);
+        contested_left -= c;
+        if (c > 0) bought.push_back(Lot{l.price + raise, j, c});
+        if (x - c > 0) bought.push_back(Lot{l.price, j, x - c});
+      }
+      lots_[t].erase(std::remove_if(lots_[t].begin(), lots_[t].end(),
+                                    [](const Lot& l) { return l.count == 0; }),
+                     lots_[t].end());
+      lots_[t].insert(lots_[t].end(), bought.begin(), bought.end());
+      merge_free(t);
+      holding_[j][t] = bid.counts[t];
     }
-    package_[j] = bid.picks;
     assigned_[j] = true;
+  }
+
+  void merge_free(int t) {
+    sort_lots(t);
+    std::vector<Lot> merged;
+    for (const Lot& l : lots_[t]) {
+      if (!merged.empty() && l.holder < 0 && merged.back().holder < 0 &&
+          merged.back().price == l.price) {
+        merged.back().count += l.count;
+      } else {
+        merged.push_back(l);
+      }
+    }
+    lots_[t] = std::move(merged);
+  }
+
+  // Each type's GPUs onto nodes. Running jobs that keep their per-type counts go first, on the
+  // nodes they hold; then by demand, largest first: the smallest node that holds all of it, else
+  // the emptiest nodes.
+  bool pack_nodes() {
+    int J = static_cast<int>(counts_.size());
+    package_.assign(J, {});
+    std::vector<int> left(topo_.nodes.size());
+    for (size_t n = 0; n < topo_.nodes.size(); ++n) left[n] = topo_.nodes[n].cap;
+    std::vector<std::vector<int>> need = holding_;
+    for (int j = 0; j < J; ++j) {
+      if (!assigned_[j] || !p_.jobs[j].running || holding_[j] != topo_.current_types[j]) continue;
+      bool ok = true;
+      for (const auto& [n, g] : topo_.current[j]) ok = ok && left[n] >= g;
+      if (!ok) continue;
+      for (const auto& [n, g] : topo_.current[j]) {
+        left[n] -= g;
+        package_[j].push_back({n, g});
+        need[j][topo_.nodes[n].type] -= g;
+      }
+    }
+    for (int t = 0; t < T_; ++t) {
+      std::vector<int> jobs;
+      for (int j = 0; j < J; ++j)
+        if (assigned_[j] && need[j][t] > 0) jobs.push_back(j);
+      std::stable_sort(jobs.begin(), jobs.end(), [&](int a, int b) { return need[a][t] > need[b][t]; });
+      const std::vector<int>& nodes = topo_.nodes_of_type[t];
+      for (int j : jobs) {
+        int k = need[j][t];
+        while (k > 0) {
+          int fit = -1, roomiest = -1;
+          for (int n : nodes) {
+            if (left[n] <= 0) continue;
+            if (left[n] >= k && (fit < 0 || left[n] < left[fit])) fit = n;
+            if (roomiest < 0 || left[n] > left[roomiest]) roomiest = n;
+          }
+          int n = fit >= 0 ? fit : roomiest;
+          if (n < 0) return false;
+          int x = std::min(k, left[n]);
+          left[n] -= x;
+          k -= x;
+          package_[j].push_back({n, x});
+        }
+      }
+    }
+    return true;
   }
 
   void fill_result(PlacementResult& out) {
@@ -578,10 +654,14 @@ class Market {
   PlacementSpeeds& speeds_;
   const Topology& topo_;
   int T_;
+  std::vector<int> max_node_;
   std::vector<int> counts_;
-  std::vector<NodeState> state_;
-  std::vector<std::vector<std::pair<int, int>>> package_;
+  std::vector<std::vector<Lot>> lots_;          // per type
+  std::vector<std::vector<int>> holding_;       // per job, per type
   std::vector<bool> assigned_;
+  std::vector<std::vector<std::pair<int, int>>> package_;  // per job: (node, GPUs) after packing
+  double epsilon_ = kBidEpsilon;
+  long bids_ = 0;
 };
 
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
@@ -746,13 +826,20 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
     }
     return left > 0 ? 0.0 : speeds.speed(j, c);
   };
+  // The pool is shared, but a category must also respect the types each job may use.
+  Topology topo(p, speeds);
+  Market market(p, speeds, topo);
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
   int pool = p.cluster.usable_gpus();
   for (int j = 0; j < J; ++j) {
     if (sizes[j].empty() || sizes[j][0] > pool || speed(j, sizes[j][0]) <= 0) continue;
-    level[j] = 0;
     counts[j] = sizes[j][0];
+    if (!market.may_fit(counts)) {
+      counts[j] = 0;
+      continue;
+    }
+    level[j] = 0;
     pool -= counts[j];
   }
   for (;;) {
@@ -765,6 +852,9 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
       if (extra > pool) continue;
       double v0 = speed(j, counts[j]), v1 = speed(j, next);
       if (v1 <= 0) continue;
+      std::vector<int> trial = counts;
+      trial[j] = next;
+      if (!market.may_fit(trial)) continue;
       double gain = (p.jobs[j].remaining / v0 - p.jobs[j].remaining / v1) / extra;
       if (gain > best_gain) {
         best_gain = gain;

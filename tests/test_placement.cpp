@@ -1,0 +1,251 @@
+// Heterogeneity-aware placement (policy/placement.cpp, placement_mip.cpp) on the real Gavel
+// profiles: the market's matchings are feasible, sampling never loses to its seed, nothing beats
+// the GLPK optimum, the fastest type is used when free, results repeat for a seed, and invalid
+// problems are refused with errors that say what is wrong.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <random>
+
+#include "ringsched/placement.h"
+#include "ringsched/placement_support.h"
+#include "test_util.h"
+
+using namespace ringsched;
+
+namespace {
+
+const ThroughputModel& gavel() {
+  static ThroughputModel m(ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+  return m;
+}
+
+Node node(const std::string& name, const std::string& type, int gpus, int free_gpus = -1) {
+  Node n;
+  n.name = name;
+  n.gpu_type = type;
+  n.gpus = gpus;
+  n.free_gpus = free_gpus;
+  return n;
+}
+
+PlacementJob job(const std::string& model, double remaining, int max_gpus,
+                 std::vector<std::string> types = {}) {
+  PlacementJob j;
+  j.model = model;
+  j.remaining = remaining;
+  j.min_gpus = 1;
+  j.max_gpus = max_gpus;
+  j.allowed_types = std::move(types);
+  return j;
+}
+
+PlacementProblem three_type_problem() {
+  PlacementProblem p;
+  p.model = &gavel();
+  p.cluster.nodes = {node("k0", "k80", 4), node("k1", "k80", 4), node("p0", "p100", 4),
+                     node("p1", "p100", 2, 1), node("v0", "v100", 4), node("v1", "v100", 2)};
+  p.jobs = {job("resnet50-b64", 20000, 8), job("transformer-b128", 5000, 4, {"k80", "p100"}),
+            job("lm-b20", 30000, 8), job("recommendation-b1024", 8000, 2, {"v100"}),
+            job("a3c", 3000, 4)};
+  return p;
+}
+
+// Random instance like eval_placement's: <= 16 GPUs of the three Gavel types, <= 6 jobs.
+PlacementProblem random_problem(std::mt19937& rng) {
+  static const char* types[] = {"k80", "p100", "v100"};
+  static const char* models[] = {"resnet18-b64", "resnet50-b64", "transformer-b128", "lm-b20",
+                                 "recommendation-b1024"};
+  PlacementProblem p;
+  p.model = &gavel();
+  int jobs = 2 + static_cast<int>(rng() % 5);
+  int gpus = std::max(jobs, 4) + static_cast<int>(rng() % (17 - std::max(jobs, 4)));
+  std::vector<int> per(3, 1);
+  for (int g = 3; g < gpus; ++g) per[rng() % 3]++;
+  for (int t = 0; t < 3; ++t)
+    for (int k = 0; per[t] > 0; ++k) {
+      int n = std::min(4, per[t]);
+      per[t] -= n;
+      p.cluster.nodes.push_back(node(std::string(types[t]) + std::to_string(k), types[t], n));
+    }
+  for (int j = 0; j < jobs; ++j) {
+    PlacementJob pj = job(models[rng() % 5], 1000.0 + rng() % 50000, 1 << (rng() % 5));
+    if (rng() % 5 == 0) pj.allowed_types = {types[rng() % 3], types[(rng() % 2) + 1]};
+    p.jobs.push_back(pj);
+  }
+  return p;
+}
+
+void check_feasible(const PlacementProblem& p, const PlacementResult& r,
+                    const std::vector<int>& counts) {
+  CPPUNIT_ASSERT_EQUAL(p.jobs.size(), r.jobs.size());
+  std::map<std::string, int> used;
+  double sum = 0;
+  for (size_t j = 0; j < r.jobs.size(); ++j) {
+    const JobPlacement& jp = r.jobs[j];
+    CPPUNIT_ASSERT_EQUAL(counts[j], jp.total);
+    int by_node = 0, by_type = 0;
+    for (const auto& [name, g] : jp.gpus_by_node) {
+      const Node* n = p.cluster.find(name);
+      CPPUNIT_ASSERT_MESSAGE("unknown node " + name, n != nullptr);
+      bool allowed = p.jobs[j].allowed_types.empty();
+      for (const std::string& t : p.jobs[j].allowed_types) allowed = allowed || t == n->gpu_type;
+      CPPUNIT_ASSERT_MESSAGE("job " + std::to_string(j) + " on disallowed " + n->gpu_type, allowed);
+      used[name] += g;
+      by_node += g;
+    }
+    for (const auto& tg : jp.gpus_by_type) by_type += tg.second;
+    CPPUNIT_ASSERT_EQUAL(jp.total, by_node);
+    CPPUNIT_ASSERT_EQUAL(jp.total, by_type);
+    if (jp.total > 0) {
+      CPPUNIT_ASSERT(jp.iters_per_s > 0);
+      CPPUNIT_ASSERT(jp.finish_s >= p.jobs[j].remaining / jp.iters_per_s - 1e-9);
+      sum += jp.finish_s;
+    }
+  }
+  for (const auto& [name, g] : used)
+    CPPUNIT_ASSERT_MESSAGE("node " + name + " used twice", g <= p.cluster.find(name)->usable());
+  CPPUNIT_ASSERT_DOUBLES_EQUAL(sum, r.objective_s, 1e-6 * sum + 1e-9);
+}
+
+}  // namespace
+
+class PlacementTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(PlacementTest);
+  CPPUNIT_TEST(market_gives_a_feasible_matching);
+  CPPUNIT_TEST(sampling_never_worse_than_its_seed);
+  CPPUNIT_TEST(never_better_than_the_mip_optimum);
+  CPPUNIT_TEST(fastest_type_when_it_is_free);
+  CPPUNIT_TEST(running_job_keeps_its_gpus_when_moving_costs_more);
+  CPPUNIT_TEST(same_seed_same_result);
+  CPPUNIT_TEST(invalid_problems_throw);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void market_gives_a_feasible_matching() {
+    PlacementProblem p = three_type_problem();
+    std::vector<std::vector<int>> categories = {{4, 4, 4, 2, 4}, {8, 2, 4, 2, 1}, {1, 1, 1, 1, 1}};
+    for (const auto& c : categories) check_feasible(p, market_match(p, c), c);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 40; ++i) {
+      PlacementProblem r = random_problem(rng);
+      std::vector<int> seed = placement_seed_counts(r);
+      check_feasible(r, market_match(r, seed), seed);
+    }
+  }
+
+  void sampling_never_worse_than_its_seed() {
+    std::mt19937 rng(11);
+    for (int i = 0; i < 30; ++i) {
+      PlacementProblem p = random_problem(rng);
+      std::vector<int> seed = placement_seed_counts(p);
+      PlacementResult market = market_match(p, seed);
+      PlacementResult sampled = place_hetero(p, seed, 32, 5);
+      CPPUNIT_ASSERT(sampled.categories_evaluated >= 1);
+      CPPUNIT_ASSERT(sampled.objective_s <= market.objective_s + 1e-9 * market.objective_s);
+    }
+  }
+
+  void never_better_than_the_mip_optimum() {
+    std::mt19937 rng(3);
+    for (int i = 0; i < 30; ++i) {
+      PlacementProblem p = random_problem(rng);
+      PlacementResult opt = optimal_placement_mip(p, 30);
+      std::vector<int> all(p.jobs.size());
+      for (size_t j = 0; j < p.jobs.size(); ++j) all[j] = opt.jobs[j].total;
+      check_feasible(p, opt, all);
+      // The MIP's objective is the no-locality objective of its own result.
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(opt.objective_s, placement_objective_without_locality(p, opt),
+                                   1e-6 * opt.objective_s);
+      PlacementResult ours = place_hetero(p, {}, 32, 1);
+      bool all_run = true;
+      for (const JobPlacement& jp : ours.jobs) all_run = all_run && jp.total > 0;
+      if (!all_run) continue;
+      double ours_obj = placement_objective_without_locality(p, ours);
+      CPPUNIT_ASSERT_MESSAGE("instance " + std::to_string(i) + " beats the optimum",
+                             ours_obj >= opt.objective_s * (1 - 1e-6));
+    }
+  }
+
+  void fastest_type_when_it_is_free() {
+    // resnet50-b64 on one GPU: v100 4.4 it/s, p100 2.6, k80 0.6 (Gavel).
+    PlacementProblem p;
+    p.model = &gavel();
+    p.cluster.nodes = {node("k0", "k80", 4), node("p0", "p100", 4), node("v0", "v100", 4)};
+    p.jobs = {job("resnet50-b64", 10000, 1)};
+    PlacementResult r = place_hetero(p, {1}, 8, 1);
+    CPPUNIT_ASSERT_EQUAL(1, r.jobs[0].gpus_by_type["v100"]);
+    // Two one-GPU jobs, one v100 free: the job that gains more from the v100 gets it.
+    p.cluster.nodes = {node("k0", "k80", 4), node("v0", "v100", 4, 1)};
+    p.jobs = {job("resnet50-b64", 10000, 1), job("resnet50-b64", 100, 1)};
+    PlacementResult two = market_match(p, {1, 1});
+    CPPUNIT_ASSERT_EQUAL(1, two.jobs[0].gpus_by_type["v100"]);
+    CPPUNIT_ASSERT_EQUAL(1, two.jobs[1].gpus_by_type["k80"]);
+  }
+
+  void running_job_keeps_its_gpus_when_moving_costs_more() {
+    PlacementProblem p;
+    p.model = &gavel();
+    p.costs.restart_s = 1e6;
+    p.cluster.nodes = {node("p0", "p100", 4), node("v0", "v100", 4)};
+    PlacementJob running = job("resnet50-b64", 1000, 2);
+    running.running = true;
+    running.current = {{"p0", 2}};
+    p.jobs = {running};
+    PlacementResult r = market_match(p, {2});
+    CPPUNIT_ASSERT_EQUAL(2, r.jobs[0].gpus_by_node["p0"]);
+    CPPUNIT_ASSERT(r.jobs[0].finish_s < 1e6);  // no restart charged
+    p.costs.restart_s = 0;                    // free to move: the v100s win
+    PlacementResult moved = market_match(p, {2});
+    CPPUNIT_ASSERT_EQUAL(2, moved.jobs[0].gpus_by_type["v100"]);
+  }
+
+  void same_seed_same_result() {
+    std::mt19937 rng(5);
+    for (int i = 0; i < 10; ++i) {
+      PlacementProblem p = random_problem(rng);
+      PlacementResult a = place_hetero(p, {}, 24, 42);
+      PlacementResult b = place_hetero(p, {}, 24, 42);
+      CPPUNIT_ASSERT_EQUAL(a.objective_s, b.objective_s);
+      CPPUNIT_ASSERT_EQUAL(a.categories_evaluated, b.categories_evaluated);
+      for (size_t j = 0; j < a.jobs.size(); ++j)
+        CPPUNIT_ASSERT(a.jobs[j].gpus_by_node == b.jobs[j].gpus_by_node);
+    }
+  }
+
+  void invalid_problems_throw() {
+    PlacementProblem p = three_type_problem();
+    std::vector<int> seed = {1, 1, 1, 1, 1};
+    PlacementProblem bad = p;
+    bad.model = nullptr;
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(bad, seed, 4, 1); }), "no throughput model"));
+    bad = p;
+    bad.jobs[2].remaining = 0;
+    CPPUNIT_ASSERT(contains(error_of([&] { market_match(bad, seed); }), "placement job 2 (lm-b20)"));
+    bad = p;
+    bad.jobs[1].max_gpus = 0;
+    CPPUNIT_ASSERT(contains(error_of([&] { optimal_placement_mip(bad); }), "below min_gpus"));
+    bad = p;
+    bad.jobs[0].allowed_types = {"a100"};
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(bad, seed, 4, 1); }),
+                            "no GPU type of the cluster is both allowed and known"));
+    bad = p;
+    bad.jobs[0].running = true;
+    bad.jobs[0].current = {{"nowhere", 2}};
+    CPPUNIT_ASSERT(contains(error_of([&] { market_match(bad, seed); }), "unknown node 'nowhere'"));
+    bad = p;
+    bad.cluster.nodes.clear();
+    CPPUNIT_ASSERT(contains(error_of([&] { market_match(bad, seed); }), "no nodes"));
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(p, {1, 1}, 4, 1); }), "2 entries for 5 jobs"));
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(p, {1, 1, 16, 1, 1}, 4, 1); }),
+                            "outside its range"));
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(p, seed, 0, 1); }), "samples"));
+    // recommendation-b1024 may only use the 6 v100s.
+    CPPUNIT_ASSERT(contains(error_of([&] { market_match(p, {1, 1, 1, 8, 1}); }), "outside its range"));
+    PlacementProblem tight = p;
+    tight.jobs[3].max_gpus = 8;
+    CPPUNIT_ASSERT(contains(error_of([&] { market_match(tight, {1, 1, 1, 8, 1}); }), "does not fit"));
+    CPPUNIT_ASSERT(contains(error_of([&] { optimal_placement_mip(p, -1); }), "time limit"));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(PlacementTest);
