@@ -1,0 +1,445 @@
+#include "policies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+
+namespace ringsim {
+
+using ringsched::InputError;
+
+FreeMap::FreeMap(const ringsched::Cluster& c) : cluster_(c) {
+  for (const ringsched::Node& n : c.nodes) {
+    free_.push_back(n.gpus);
+    free_by_type_[n.gpu_type] += n.gpus;
+  }
+}
+
+void FreeMap::take(const std::map<std::string, int>& alloc) {
+  for (size_t i = 0; i < cluster_.nodes.size(); ++i) {
+    auto it = alloc.find(cluster_.nodes[i].name);
+    if (it != alloc.end()) {
+      free_[i] -= it->second;
+      free_by_type_[cluster_.nodes[i].gpu_type] -= it->second;
+    }
+  }
+}
+
+namespace {
+bool type_ok(const std::vector<std::string>& types, const std::string& t) {
+  return types.empty() || std::find(types.begin(), types.end(), t) != types.end();
+}
+}  // namespace
+
+int FreeMap::free_of(const std::vector<std::string>& types) const {
+  int s = 0;
+  if (types.empty()) {
+    for (const auto& kv : free_by_type_) s += kv.second;
+  } else {
+    for (const std::string& t : types) {
+      auto it = free_by_type_.find(t);
+      if (it != free_by_type_.end()) s += it->second;
+    }
+  }
+  return s;
+}
+
+std::map<std::string, int> FreeMap::place(int n, const std::vector<std::string>& types) {
+  std::map<std::string, int> out;
+  if (n <= 0 || free_of(types) < n) return out;
+  int best = -1;
+  for (size_t i = 0; i < free_.size(); ++i)
+    if (type_ok(types, cluster_.nodes[i].gpu_type) && free_[i] >= n && (best < 0 || free_[i] < free_[best]))
+      best = static_cast<int>(i);
+  if (best >= 0) {
+    out[cluster_.nodes[best].name] = n;
+    free_[best] -= n;
+    free_by_type_[cluster_.nodes[best].gpu_type] -= n;
+    return out;
+  }
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < free_.size(); ++i)
+    if (type_ok(types, cluster_.nodes[i].gpu_type) && free_[i] > 0) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return free_[a] > free_[b]; });
+  for (size_t i : idx) {
+    int k = std::min(n, free_[i]);
+    out[cluster_.nodes[i].name] = k;
+    free_[i] -= k;
+    free_by_type_[cluster_.nodes[i].gpu_type] -= k;
+    n -= k;
+    if (n == 0) break;
+  }
+  return out;
+}
+
+namespace {
+
+// Speed a type-blind policy expects: the cluster's types weighted by their GPU counts.
+double blended_speed(const SimView& v, const SimJob& j, int n) {
+  double s = 0, w = 0;
+  for (const std::string& t : j.allowed_types) {
+    double x = v.model->iters_per_s(j.spec->model, t, n);
+    if (x > 0) {
+      int c = v.cluster->gpus_of_type(t);
+      s += c * x;
+      w += c;
+    }
+  }
+  return w > 0 ? s / w : 0;
+}
+
+// ---- fifo ----------------------------------------------------------------------------------
+class FifoBackfill : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "fifo"; }
+  bool periodic() const override { return false; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    FreeMap fm(*v.cluster);
+    std::vector<std::pair<double, int>> ends;  // (expected end, GPUs) of running jobs
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      out[k].proportional_split = false;
+      if (j.state == SimJobState::Running) {
+        out[k].gpus_by_node = j.alloc;
+        fm.take(j.alloc);
+        ends.emplace_back(j.expected_finish_s(), j.gpus);
+      }
+    }
+    bool blocked = false;
+    double shadow = 0;
+    int extra = 0;
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (j.state == SimJobState::Running) continue;
+      const int n = j.spec->gpus;
+      if (blocked && fm.free_of(j.allowed_types) < n) continue;
+      // Run-time estimate: remaining work at the blended speed.
+      double est = blended_speed(v, j, n);
+      double end = est > 0 ? v.now_s + j.remaining / est : std::numeric_limits<double>::infinity();
+      if (blocked && !(end <= shadow || n <= extra)) continue;
+      std::map<std::string, int> a = fm.place(n, j.allowed_types);
+      if (!a.empty()) {
+        out[k].gpus_by_node = a;
+        ends.emplace_back(end, n);
+        if (blocked && end > shadow) extra -= n;
+        continue;
+      }
+      if (blocked) continue;
+      // The head job waits: reserve the earliest time enough GPUs are free (EASY backfill).
+      blocked = true;
+      std::sort(ends.begin(), ends.end());
+      int avail = fm.free_of(j.allowed_types);
+      shadow = std::numeric_limits<double>::infinity();
+      for (const auto& e : ends) {
+        avail += e.second;
+        if (avail >= n) {
+          shadow = e.first;
+          break;
+        }
+      }
+      extra = avail - n;
+    }
+  }
+};
+
+// ---- tiresias --------------------------------------------------------------------------------
+class TiresiasLas : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "tiresias"; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    static const double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds
+    std::vector<std::pair<int, size_t>> order;
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      double a = v.job(v.active[k]).attained_gpu_s;
+      int q = a < kThresholds[0] ? 0 : a < kThresholds[1] ? 1 : 2;
+      order.emplace_back(q, k);  // k is submit order inside a queue
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    int pool = v.cluster->total_gpus();
+    std::vector<bool> chosen(v.active.size(), false);
+    for (const auto& o : order) {
+      const SimJob& j = v.job(v.active[o.second]);
+      if (j.spec->gpus <= pool) {
+        chosen[o.second] = true;
+        pool -= j.spec->gpus;
+      }
+    }
+    FreeMap fm(*v.cluster);
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      out[k].proportional_split = false;
+      const SimJob& j = v.job(v.active[k]);
+      if (chosen[k] && j.state == SimJobState::Running) {
+        out[k].gpus_by_node = j.alloc;
+        fm.take(j.alloc);
+      }
+    }
+    for (const auto& o : order) {
+      const SimJob& j = v.job(v.active[o.second]);
+      if (chosen[o.second] && j.state != SimJobState::Running)
+        out[o.second].gpus_by_node = fm.place(j.spec->gpus, j.allowed_types);
+    }
+  }
+};
+
+// ---- optimus ---------------------------------------------------------------------------------
+class OptimusGreedy : public SchedulingPolicy {
+ public:
+  explicit OptimusGreedy(double min_interval_s) : min_interval_s_(min_interval_s) {}
+  std::string name() const override { return "optimus"; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    const size_t m = v.active.size();
+    std::vector<int> count(m, 0);
+    std::vector<bool> fixed(m, false);
+    int pool = v.cluster->total_gpus();
+    // Running jobs inside their minimum resize interval keep their size.
+    for (size_t k = 0; k < m; ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (j.state == SimJobState::Running &&
+          (!j.spec->elastic || v.now_s - j.last_resize_s < min_interval_s_)) {
+        fixed[k] = true;
+        count[k] = j.gpus;
+        pool -= j.gpus;
+      }
+    }
+    for (size_t k = 0; k < m; ++k) {
+      if (fixed[k]) continue;
+      const SimJob& j = v.job(v.active[k]);
+      int need = j.spec->elastic ? j.spec->min_gpus : j.spec->gpus;
+      if (need <= pool) {
+        count[k] = need;
+        pool -= need;
+      }
+    }
+    auto gain = [&](size_t k) {
+      const SimJob& j = v.job(v.active[k]);
+      double a = blended_speed(v, j, count[k]), b = blended_speed(v, j, count[k] + 1);
+      if (!(a > 0) || !(b > a)) return 0.0;
+      return j.remaining / a - j.remaining / b;
+    };
+    std::priority_queue<std::pair<double, size_t>> heap;
+    for (size_t k = 0; k < m; ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (!fixed[k] && count[k] > 0 && j.spec->elastic && count[k] < j.spec->max_gpus) {
+        double g = gain(k);
+        if (g > 0) heap.emplace(g, k);
+      }
+    }
+    while (pool > 0 && !heap.empty()) {
+      size_t k = heap.top().second;
+      heap.pop();
+      ++count[k];
+      --pool;
+      if (count[k] < v.job(v.active[k]).spec->max_gpus) {
+        double g = gain(k);
+        if (g > 0) heap.emplace(g, k);
+      }
+    }
+    // Placement: keep what stays, trim what shrinks, then place what grows or starts.
+    FreeMap fm(*v.cluster);
+    std::vector<size_t> to_place;
+    for (size_t k = 0; k < m; ++k) {
+      out[k].proportional_split = false;
+      const SimJob& j = v.job(v.active[k]);
+      if (j.state == SimJobState::Running && count[k] > 0 && count[k] <= j.gpus) {
+        std::map<std::string, int> a = j.alloc;
+        int drop = j.gpus - count[k];
+        while (drop > 0) {
+          auto smallest = std::min_element(a.begin(), a.end(),
+                                           [](const auto& x, const auto& y) { return x.second < y.second; });
+          int d = std::min(drop, smallest->second);
+          smallest->second -= d;
+          drop -= d;
+          if (smallest->second == 0) a.erase(smallest);
+        }
+        out[k].gpus_by_node = a;
+        fm.take(a);
+      } else if (count[k] > 0) {
+        to_place.push_back(k);
+      }
+    }
+    for (size_t k : to_place) {
+      const SimJob& j = v.job(v.active[k]);
+      int lo = j.spec->elastic ? j.spec->min_gpus : j.spec->gpus;
+      for (int c = count[k]; c >= lo && out[k].gpus_by_node.empty(); --c)
+        out[k].gpus_by_node = fm.place(c, j.allowed_types);
+    }
+  }
+
+ private:
+  double min_interval_s_;
+};
+
+// ---- besttype --------------------------------------------------------------------------------
+class BestTypeFirst : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "besttype"; }
+  bool periodic() const override { return false; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    FreeMap fm(*v.cluster);
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (j.state == SimJobState::Running) {
+        out[k].gpus_by_node = j.alloc;
+        out[k].proportional_split = j.proportional_split;
+        fm.take(j.alloc);
+      }
+    }
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (j.state == SimJobState::Running) continue;
+      const int n = j.spec->gpus;
+      if (fm.free_of(j.allowed_types) < n) continue;
+      std::vector<std::pair<double, std::string>> types;
+      for (const std::string& t : j.allowed_types) types.emplace_back(-v.model->iters_per_s(j.spec->model, t, n), t);
+      std::sort(types.begin(), types.end());
+      bool larger_than_any = true;
+      for (const auto& t : types) {
+        if (v.cluster->gpus_of_type(t.second) >= n) larger_than_any = false;
+        std::map<std::string, int> a = fm.place(n, {t.second});
+        if (!a.empty()) {
+          out[k].gpus_by_node = a;
+          break;
+        }
+      }
+      if (out[k].gpus_by_node.empty() && larger_than_any) {
+        // No single type is large enough: fastest types first, batch split by speed.
+        std::map<std::string, int> a;
+        int left = n;
+        for (const auto& t : types) {
+          int k2 = std::min(left, fm.free_of({t.second}));
+          if (k2 <= 0) continue;
+          for (const auto& kv : fm.place(k2, {t.second})) a[kv.first] += kv.second;
+          left -= k2;
+          if (left == 0) break;
+        }
+        out[k].gpus_by_node = a;
+        out[k].proportional_split = true;
+      }
+    }
+  }
+};
+
+// ---- ours: the Planner -----------------------------------------------------------------------
+class PlannerPolicy : public SchedulingPolicy {
+ public:
+  PlannerPolicy(std::string name, ringsched::PlannerConfig cfg, const ringsched::ThroughputModel& model, int window)
+      : name_(std::move(name)), planner_(model, cfg), window_(window) {}
+  std::string name() const override { return name_; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    ringsched::Snapshot s;
+    s.cluster = *v.cluster;
+    s.now_s = v.now_s;
+    std::vector<size_t> index;  // snapshot job -> position in v.active
+    int pending = 0;
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& sj = v.job(v.active[k]);
+      bool running = sj.state == SimJobState::Running;
+      if (!running && window_ > 0 && pending >= window_) continue;
+      if (!running) ++pending;
+      ringsched::Job j;
+      j.id = sj.spec->id;
+      j.user = sj.spec->user;
+      j.model = sj.spec->model;
+      j.iterations = sj.spec->iterations;
+      j.remaining = sj.remaining;
+      j.elastic = sj.spec->elastic;
+      j.requested_gpus = sj.spec->gpus;
+      j.min_gpus = sj.spec->elastic ? sj.spec->min_gpus : sj.spec->gpus;
+      j.max_gpus = sj.spec->elastic ? sj.spec->max_gpus : sj.spec->gpus;
+      j.allowed_types = sj.allowed_types;
+      j.spb = sj.spec->spb;
+      j.submit_s = sj.spec->submit_s;
+      j.attained_gpu_s = sj.attained_gpu_s;
+      if (running) {
+        j.state = ringsched::JobState::Running;
+        j.gpus_by_node = sj.alloc;
+        j.current_type = sj.by_type.size() == 1 ? sj.by_type.begin()->first : "";
+        j.current_gpus = sj.gpus;
+        j.last_resize_s = sj.last_resize_s;
+      }
+      s.jobs.push_back(std::move(j));
+      index.push_back(k);
+    }
+    if (s.jobs.empty()) return;
+    ringsched::Plan plan = planner_.plan(s);
+    if (plan.jobs.size() != s.jobs.size())
+      throw std::logic_error(name_ + ": the planner returned " + std::to_string(plan.jobs.size()) + " job plans for " +
+                             std::to_string(s.jobs.size()) + " jobs");
+    FreeMap fm(*v.cluster);
+    std::vector<size_t> by_type_only;
+    for (size_t p = 0; p < plan.jobs.size(); ++p) {
+      const ringsched::JobPlan& jp = plan.jobs[p];
+      Allocation& a = out[index[p]];
+      a.proportional_split = true;
+      a.spb_depth = jp.spb_depth;
+      if (!jp.runs || jp.gpus <= 0) continue;
+      for (const ringsched::Placement& pl : jp.placement)
+        if (pl.gpus > 0) a.gpus_by_node[pl.node] += pl.gpus;
+      if (a.gpus_by_node.empty()) by_type_only.push_back(p);
+      else fm.take(a.gpus_by_node);
+    }
+    // A plan that names types but no nodes: place it on those types here.
+    for (size_t p : by_type_only) {
+      Allocation& a = out[index[p]];
+      for (const auto& kv : plan.jobs[p].gpus_by_type)
+        for (const auto& nv : fm.place(kv.second, {kv.first})) a.gpus_by_node[nv.first] += nv.second;
+    }
+  }
+
+ private:
+  std::string name_;
+  ringsched::Planner planner_;
+  int window_;
+};
+
+}  // namespace
+
+std::unique_ptr<SchedulingPolicy> make_fifo() { return std::make_unique<FifoBackfill>(); }
+std::unique_ptr<SchedulingPolicy> make_tiresias() { return std::make_unique<TiresiasLas>(); }
+std::unique_ptr<SchedulingPolicy> make_optimus(double min_resize_interval_s) {
+  return std::make_unique<OptimusGreedy>(min_resize_interval_s);
+}
+std::unique_ptr<SchedulingPolicy> make_besttype() { return std::make_unique<BestTypeFirst>(); }
+
+std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, ringsched::PlannerConfig cfg,
+                                                      const ringsched::ThroughputModel& model, int window) {
+  return std::make_unique<PlannerPolicy>(name, cfg, model, window);
+}
+
+std::vector<std::string> policy_names() {
+  return {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "hetero", "combined", "combined+spb",
+          "combined-naive"};
+}
+
+std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
+                                              const ringsched::ThroughputModel& model) {
+  if (name == "fifo") return make_fifo();
+  if (name == "tiresias") return make_tiresias();
+  if (name == "optimus") return make_optimus(opt.costs.min_interval_s);
+  if (name == "besttype") return make_besttype();
+  ringsched::PlannerConfig cfg;
+  cfg.costs = opt.costs;
+  cfg.samples = opt.samples;
+  cfg.seed = opt.seed;
+  cfg.spb_packing = false;
+  cfg.use_similarity = true;
+  std::string base = name;
+  if (name == "combined+spb") {
+    base = "combined";
+    cfg.spb_packing = true;
+  } else if (name == "combined-naive") {
+    base = "combined";
+    cfg.use_similarity = false;
+  }
+  if (base != "static" && base != "doubling" && base != "hetero" && base != "combined") {
+    std::string all;
+    for (const std::string& p : policy_names()) all += (all.empty() ? "" : ", ") + p;
+    throw InputError("unknown policy '" + name + "' (one of: " + all + ")");
+  }
+  cfg.policy = ringsched::parse_policy(base);
+  return make_planner_policy(name, cfg, model, opt.window);
+}
+
+}  // namespace ringsim

@@ -1,0 +1,69 @@
+// Scheduling policies ringsim compares: ours through the shared Planner, and four baselines.
+//
+// Baselines (each documented in ringsim(1) and docs/ringsim.md):
+//  fifo      Stock Slurm: first come first served with EASY backfill, GPU type ignored. A job runs
+//            at its requested size on the first free GPUs in node order (one node when one has
+//            room); a ring spread over types runs at the slowest type's speed. Backfill may start
+//            a later job if it does not delay the head job's reservation, using exact run-time
+//            estimates (kinder than real time limits). Never preempts or resizes.
+//  tiresias  Tiresias 2D-LAS: jobs ordered by attained service (GPU-seconds) in discretised
+//            queues (thresholds 1 and 10 GPU-hours), FIFO inside a queue; preemptive; requested
+//            sizes; type-blind placement that keeps running jobs where they are.
+//  optimus   Optimus-like: every job gets its minimum, then the free GPUs go one at a time to the
+//            job with the best marginal gain R/v(n) - R/v(n+1) (speeds averaged over the
+//            cluster's types); type-blind placement; a running job's size changes at most once per
+//            --min-resize-interval.
+//  besttype  Heterogeneity-aware greedy: FIFO order at requested sizes, each job on the fastest
+//            type for its model that has room, otherwise the next fastest; jobs that do not fit
+//            wait while later ones go (no reservation); never preempts or resizes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine.h"
+#include "ringsched/planner.h"
+
+namespace ringsim {
+
+// Free GPUs per node as a policy builds its decision.
+class FreeMap {
+ public:
+  explicit FreeMap(const ringsched::Cluster& c);
+  void take(const std::map<std::string, int>& alloc);
+  int free_of(const std::vector<std::string>& types) const;  // empty types: all
+  // n GPUs among `types` (empty: any): one node with room when there is one (the fullest that
+  // fits), otherwise spread from the nodes with most room. Empty map if n do not fit.
+  std::map<std::string, int> place(int n, const std::vector<std::string>& types);
+
+ private:
+  const ringsched::Cluster& cluster_;
+  std::vector<int> free_;
+  std::map<std::string, int> free_by_type_;
+};
+
+std::unique_ptr<SchedulingPolicy> make_fifo();
+std::unique_ptr<SchedulingPolicy> make_tiresias();
+std::unique_ptr<SchedulingPolicy> make_optimus(double min_resize_interval_s);
+std::unique_ptr<SchedulingPolicy> make_besttype();
+
+// Ours: the Planner of the policy library. `window` bounds the pending jobs passed per round (the
+// first ones in submit order; 0: all) so a huge queue does not make each round quadratic.
+std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, ringsched::PlannerConfig cfg,
+                                                      const ringsched::ThroughputModel& model, int window);
+
+struct PolicyOptions {
+  ringsched::ResizeCosts costs;
+  int samples = 64;
+  unsigned seed = 1;
+  int window = 0;
+};
+// Names: fifo, tiresias, optimus, besttype (baselines); static, doubling, hetero, combined,
+// combined+spb, combined-naive (ours: the planner's policies; combined+spb turns on SPB
+// packing; combined-naive turns off model similarity). Throws InputError for an unknown name.
+std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
+                                              const ringsched::ThroughputModel& model);
+std::vector<std::string> policy_names();
+
+}  // namespace ringsim
