@@ -176,7 +176,9 @@ void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
   frame += msg;
   // Backwards too, on the connection from the previous member (its sending side watches for
   // this), so that the rank before a dead next one hears why its peer went away.
-  if (in_.ok() && blamed != prev_ && prev_ != next_)
+  log_msg("giving up on the ring: rank %d failed (%s); telling ranks %d and %d", blamed, saved_detail.c_str(), prev_,
+          next_);
+  if (in_.ok() && blamed != prev_)
     send_all(in_.fd, frame.data(), frame.size(), dl, prev_, "an abort notice");
   if (!out_.ok() || blamed == next_) {
     set_error(code, saved_blamed, saved_detail);
