@@ -62,6 +62,7 @@ void usage(FILE* out) {
                "the exact DP optimum on random instances from the ElasticFlow and Gavel tables.\n"
                "  --seed N        random seed (default 1)\n"
                "  --instances N   number of instances, 1..1000000 (default 1000)\n"
+               "  --show N        also print instance N: jobs, speeds and the three plans\n"
                "  --profiles DIR  folder with elasticflow.csv and gavel.csv\n"
                "                  (default: the source tree's data/profiles)\n"
                "  --help          this text\n");
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   unsigned seed = 1;
   long instances = 1000;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles";
+  long show = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -121,6 +123,8 @@ int main(int argc, char** argv) {
       seed = static_cast<unsigned>(parse_long(a, argv[++i], 0, 4294967295L));
     else if (a == "--instances")
       instances = parse_long(a, argv[++i], 1, 1000000);
+    else if (a == "--show")
+      show = parse_long(a, argv[++i], 0, 1000000);
     else if (a == "--profiles")
       profiles = argv[++i];
     else {
@@ -206,6 +210,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "eval_doubling: instance %ld: heuristic below the optimum (%g, %g)\n",
                    inst, paper_gap, ours_gap);
       return 1;
+    }
+    if (inst == show) {
+      std::printf("instance %ld: %s/%s, %d GPUs; objective dp %.1f s, paper %.1f s, ours %.1f s\n",
+                  inst, pool.name.c_str(), type.c_str(), total, dp.objective_s, paper.objective_s,
+                  ours.objective_s);
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        std::printf("  job %zu: R %.0f, %s %d..%d; dp %d, paper %d, ours %d; speeds", j,
+                    jobs[j].remaining, jobs[j].elastic ? "elastic" : "inelastic", jobs[j].min_gpus,
+                    jobs[j].elastic ? jobs[j].max_gpus : jobs[j].requested, dp.gpus[j],
+                    paper.gpus[j], ours.gpus[j]);
+        for (int n = 1; n <= 64; n *= 2) std::printf(" %d:%.3g", n, jobs[j].speed(n));
+        std::printf("\n    paper: %s\n    ours: %s\n", paper.reasons[j].c_str(),
+                    ours.reasons[j].c_str());
+      }
     }
     paper_gap = std::max(0.0, paper_gap);
     ours_gap = std::max(0.0, ours_gap);

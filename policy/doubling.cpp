@@ -21,8 +21,8 @@
 //  planned jobs have freed enough GPUs for its base size (their predicted finish times), then
 //  running at that size; objective_s itself sums only the jobs that run, as doubling.h says.
 //  Ours, beyond the paper (DoublingSteps::local_improvement, on by default): after step 2, apply
-//  the best of "double j with free GPUs", "halve i", "halve i to double j" while the objective
-//  falls.
+//  the best move while the objective falls: resize one job to any of its sizes within the free
+//  GPUs, or shrink one job to let another grow (by any number of doublings).
 #include "ringsched/doubling.h"
 
 #include <algorithm>
@@ -306,65 +306,88 @@ class DoublingRound {
     return a;
   }
 
-  // Ours: best-improvement local search over three moves while the objective falls.
+  // Ours: best-improvement local search while the objective falls. A move changes one job to
+  // any of its sizes within the free GPUs, or shrinks one job to let another grow. Jumping
+  // several doublings at once gets past dips in a speed curve (a measured 2-GPU point slower
+  // than 1 GPU), where the greedy's one-step look-ahead stops.
   void improve_locally(Assignment& a, const std::vector<char>& pinned) const {
     size_t n = curves_.size();
+    std::vector<std::vector<int>> sizes(n);
     double scale = 0;
-    for (size_t j = 0; j < n; ++j)
-      if (a.gpus[j] > 0) scale += cost(j, a.gpus[j]);
+    for (size_t j = 0; j < n; ++j) {
+      if (a.gpus[j] <= 0) continue;
+      scale += cost(j, a.gpus[j]);
+      if (!may_resize(j, pinned)) continue;
+      for (int s : curves_.choices(j))
+        if (curves_.speed(j, s) > 0) sizes[j].push_back(s);
+    }
     const double eps = 1e-9 * std::max(1.0, scale);
-    auto can_halve = [&](size_t i) {
-      int g = a.gpus[i];
-      return g > 0 && may_resize(i, pinned) && g / 2 >= curves_.job(i).min_gpus &&
-             curves_.speed(i, g / 2) > 0;
+    struct Change {
+      double delta;  // change of the objective
+      int job, size;
+      int release;   // GPUs it frees (> 0: a shrink)
     };
-    auto can_double = [&](size_t j) {
-      int g = a.gpus[j];
-      return g > 0 && may_resize(j, pinned) && 2L * g <= curves_.cap(j) &&
-             curves_.speed(j, 2 * g) > 0;
-    };
-    // Each move strictly lowers a bounded-below objective over a finite set; the cap is a guard.
+    // Each move strictly lowers the objective over a finite set of plans; the cap is a guard.
     for (int iter = 0; iter < 100000; ++iter) {
-      std::vector<double> halve_delta(n, kInf), double_delta(n, kInf);
+      Change best_single{-eps, -1, 0, 0};
+      std::vector<Change> shrinks, grows;
       for (size_t j = 0; j < n; ++j) {
-        if (can_halve(j)) halve_delta[j] = cost(j, a.gpus[j] / 2) - cost(j, a.gpus[j]);
-        if (can_double(j)) double_delta[j] = cost(j, 2 * a.gpus[j]) - cost(j, a.gpus[j]);
-      }
-      double best = -eps;
-      int best_i = -1, best_j = -1;
-      for (size_t j = 0; j < n; ++j) {
-        if (double_delta[j] < best && a.gpus[j] <= a.free) {
-          best = double_delta[j];
-          best_i = -1;
-          best_j = static_cast<int>(j);
-        }
-        if (halve_delta[j] < best) {
-          best = halve_delta[j];
-          best_i = static_cast<int>(j);
-          best_j = -1;
+        int g = a.gpus[j];
+        for (int s : sizes[j]) {
+          if (s == g) continue;
+          Change c{cost(j, s) - cost(j, g), static_cast<int>(j), s, g - s};
+          if (s - g <= a.free && c.delta < best_single.delta) best_single = c;
+          if (s < g) shrinks.push_back(c);
+          else if (s - g > a.free) grows.push_back(c);
         }
       }
-      for (size_t i = 0; i < n; ++i) {
-        if (halve_delta[i] == kInf) continue;
-        for (size_t j = 0; j < n; ++j) {
-          if (i == j || double_delta[j] == kInf) continue;
-          if (a.gpus[j] > a.free + a.gpus[i] / 2) continue;
-          double d = halve_delta[i] + double_delta[j];
-          if (d < best) {
-            best = d;
-            best_i = static_cast<int>(i);
-            best_j = static_cast<int>(j);
-          }
+      // Pair moves: the best shrink that frees enough for each grow. Shrinks sorted by GPUs freed,
+      // most first; prefix holds the best two of different jobs among those freeing at least that.
+      std::sort(shrinks.begin(), shrinks.end(),
+                [](const Change& x, const Change& y) { return x.release > y.release; });
+      std::vector<std::pair<int, int>> prefix(shrinks.size(), {-1, -1});  // indices into shrinks
+      int b1 = -1, b2 = -1;
+      for (size_t k = 0; k < shrinks.size(); ++k) {
+        const Change& c = shrinks[k];
+        if (b1 < 0 || c.delta < shrinks[b1].delta) {
+          if (b1 >= 0 && shrinks[b1].job != c.job) b2 = b1;
+          b1 = static_cast<int>(k);
+        } else if (c.job != shrinks[b1].job && (b2 < 0 || c.delta < shrinks[b2].delta)) {
+          b2 = static_cast<int>(k);
+        }
+        prefix[k] = {b1, b2};
+      }
+      double best_pair = best_single.delta;
+      int pair_shrink = -1, pair_grow = -1;
+      for (size_t k = 0; k < grows.size(); ++k) {
+        const Change& g = grows[k];
+        int need = -g.release - a.free;  // GPUs some other job must give up
+        // Last shrink freeing at least `need` (shrinks are sorted by release, descending).
+        auto end = std::partition_point(shrinks.begin(), shrinks.end(),
+                                        [need](const Change& c) { return c.release >= need; });
+        if (end == shrinks.begin()) continue;
+        auto [x, y] = prefix[(end - shrinks.begin()) - 1];
+        int donor = shrinks[x].job != g.job ? x : y;
+        if (donor < 0) continue;
+        double d = g.delta + shrinks[donor].delta;
+        if (d < best_pair) {
+          best_pair = d;
+          pair_shrink = donor;
+          pair_grow = static_cast<int>(k);
         }
       }
-      if (best_i < 0 && best_j < 0) break;
-      if (best_i >= 0) {
-        a.free += a.gpus[best_i] / 2;
-        a.gpus[best_i] /= 2;
-      }
-      if (best_j >= 0) {
-        a.free -= a.gpus[best_j];
-        a.gpus[best_j] *= 2;
+      if (pair_grow >= 0) {
+        const Change& s = shrinks[pair_shrink];
+        const Change& g = grows[pair_grow];
+        a.free += a.gpus[s.job] - s.size;
+        a.gpus[s.job] = s.size;
+        a.free -= g.size - a.gpus[g.job];
+        a.gpus[g.job] = g.size;
+      } else if (best_single.job >= 0) {
+        a.free -= best_single.size - a.gpus[best_single.job];
+        a.gpus[best_single.job] = best_single.size;
+      } else {
+        break;
       }
     }
   }

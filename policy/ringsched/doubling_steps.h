@@ -11,8 +11,9 @@ namespace ringsched {
 
 struct DoublingSteps {
   // Ours, beyond Capes et al.: after the greedy doubling, repeatedly apply the best move among
-  // "double one job with free GPUs", "halve one job" and "halve one job to double another" while
-  // it lowers the objective. Repairs the greedy's packing and look-ahead misses.
+  // "resize one job to any of its sizes within the free GPUs" and "shrink one job so that another
+  // can grow" while it lowers the objective. Repairs the greedy's packing misses and its one-step
+  // look-ahead, which stops at a dip in a speed curve.
   bool local_improvement = true;
 };
 
