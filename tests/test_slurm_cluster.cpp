@@ -110,6 +110,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testRejectsImpossibleRange);
   CPPUNIT_TEST(testOrdinaryJobUntouched);
   CPPUNIT_TEST(testFastestTypeWhenFree);
+  CPPUNIT_TEST(testFixedJobGetsItsWholeCount);
   CPPUNIT_TEST(testElasticGrowsThenShrinks);
   CPPUNIT_TEST(testOrderingFollowsPlan);
   CPPUNIT_TEST(testCliExplainsJobs);
@@ -178,36 +179,53 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL("gres:gpu:" + second + ":4", cluster().job_field(c, "TresPerNode"));
   }
 
-  void testElasticGrowsThenShrinks() {
-    // Half the v100s held by an ordinary job: the elastic job starts on the other half.
-    const unsigned blocker = cluster().submit("--gres=gpu:v100:4 -w v100-2 --wrap 'sleep 300'");
-    CPPUNIT_ASSERT(wait_state(blocker, "RUNNING", 20));
+  void testFixedJobGetsItsWholeCount() {
+    // 8 GPUs: two nodes of one type (a typed gres cannot span types, even if the plan mixes them).
     std::string out;
-    const unsigned e = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-8 " +
+    const unsigned id = cluster().submit("--ring-model=resnet50-b64 --ring-gpus=8 --ring-fixed --wrap 'sleep 60'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+    CPPUNIT_ASSERT(wait_state(id, "RUNNING", 20));
+    const std::string tres = cluster().job_field(id, "TresPerNode");
+    CPPUNIT_ASSERT_MESSAGE(tres, tres.size() > 2 && tres.compare(tres.size() - 2, 2, ":4") == 0);
+    CPPUNIT_ASSERT_EQUAL(std::string("2"), cluster().job_field(id, "NumNodes"));
+    const std::string nodes = cluster().job_field(id, "NodeList");  // e.g. v100-[1-2]
+    CPPUNIT_ASSERT_MESSAGE(nodes, nodes.find("[1-2]") != std::string::npos);
+    CPPUNIT_ASSERT_MESSAGE(nodes + " vs " + tres, tres.find(nodes.substr(0, nodes.find('-'))) != std::string::npos);
+  }
+
+  void testElasticGrowsThenShrinks() {
+    // v100-2 and half of v100-1 held by ordinary jobs: the elastic job starts on 2 GPUs of v100-1.
+    const unsigned far = cluster().submit("--gres=gpu:v100:4 -w v100-2 --wrap 'sleep 300'");
+    const unsigned near = cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 300'");
+    CPPUNIT_ASSERT(wait_state(far, "RUNNING", 20));
+    CPPUNIT_ASSERT(wait_state(near, "RUNNING", 20));
+    std::string out;
+    const unsigned e = cluster().submit("--ring-model=transformer-b128 --ring-types=v100 --ring-gpus=1-4 " +
                                         std::string(kTrapScript), &out);
     CPPUNIT_ASSERT_MESSAGE(out, e > 0);
     CPPUNIT_ASSERT(wait_state(e, "RUNNING", 20));
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:2"), cluster().job_field(e, "TresPerNode"));
     const std::string id = std::to_string(e);
-    // The cluster's v100s free up: the plan grows the job and records the request on it.
-    cluster().run("scancel " + std::to_string(blocker));
+    // The rest of its node frees up: the plan grows the job and records the request on it.
+    cluster().run("scancel " + std::to_string(near));
     PlanView v;
     const bool grew = SlurmTestCluster::wait_for([&] {
       v = read_plan();
       const PlanRow& r = v.jobs[id];
-      return r.runs && r.current_gpus == 4 && r.gpus == 8 && r.resize;
+      return r.runs && r.current_gpus == 2 && r.gpus == 4 && r.resize;
     }, 20);
     CPPUNIT_ASSERT_MESSAGE("no plan grew the elastic job:" + describe(v), grew);
     CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] {
-      return cluster().job_field(e, "AdminComment").find("ringsched:resize=8") == 0; }, 10));
-    // A new fixed job wants 4 v100s: the plan shrinks the elastic one back, both run.
-    const unsigned n = cluster().submit("--ring-model=transformer-b128 --ring-types=v100 --ring-gpus=4 --ring-fixed --wrap 'sleep 300'", &out);
+      return cluster().job_field(e, "AdminComment").find("ringsched:resize=4") == 0; }, 10));
+    // A new fixed job wants 2 v100s: the plan shrinks the elastic one back, both run.
+    const unsigned n = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=2 --ring-fixed --wrap 'sleep 300'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, n > 0);
     const std::string nid = std::to_string(n);
     const bool shrank = SlurmTestCluster::wait_for([&] {
       v = read_plan();
       const PlanRow& r = v.jobs[id];
       const PlanRow& rn = v.jobs[nid];
-      return rn.found && rn.runs && rn.gpus == 4 && r.runs && r.gpus > 0 && r.gpus < 8;
+      return rn.found && rn.runs && rn.gpus == 2 && r.runs && r.gpus > 0 && r.gpus < 4;
     }, 20);
     CPPUNIT_ASSERT_MESSAGE("no plan shrank the elastic job for the new one:" + describe(v), shrank);
   }

@@ -274,11 +274,27 @@ Job Engine::make_job(const std::string& id, const RingRequest& request, double s
     double best = 0;
     for (const std::string& t : rank_types(request.model, request.types))
       best = std::max(best, model_.iters_per_s(request.model, t, job.min_gpus));
-    iterations = std::max(1.0, best * (runtime_s > 0 ? runtime_s : conf_.default_runtime_s));
+    // A partition without MaxTime gives every job a 365-day limit: a limit of a week or more
+    // says nothing about the training's length, DefaultRuntime does better.
+    const bool limit_known = runtime_s > 0 && runtime_s < 7 * 86400.0;
+    iterations = std::max(1.0, best * (limit_known ? runtime_s : conf_.default_runtime_s));
   }
   job.iterations = iterations;
   job.remaining = iterations;
   return job;
+}
+
+std::pair<std::string, int> Engine::single_type(const JobPlan& plan,
+                                                const std::vector<std::string>& allowed,
+                                                const std::string& model,
+                                                const Cluster& cluster) const {
+  if (plan.gpus_by_type.size() == 1) return *plan.gpus_by_type.begin();
+  if (plan.gpus <= 0) return {"", 0};
+  for (const std::string& t : rank_types(model, allowed))
+    if (cluster.usable_of_type(t) >= plan.gpus) return {t, plan.gpus};
+  for (const std::string& t : rank_types(model, allowed))
+    if (cluster.gpus_of_type(t) >= plan.gpus) return {t, plan.gpus};
+  return {"", 0};
 }
 
 }  // namespace ringsched

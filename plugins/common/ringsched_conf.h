@@ -64,6 +64,12 @@ class Engine {
   Job make_job(const std::string& id, const RingRequest& request, double submit_s,
                double runtime_s) const;
 
+  // The one GPU type a planned job runs on in Slurm: one typed gres request cannot span types,
+  // so a mixed plan runs on the fastest allowed type that holds the planned count (`cluster`
+  // gives the capacity per type). Returns {"", 0} when no single type can.
+  std::pair<std::string, int> single_type(const JobPlan& plan, const std::vector<std::string>& allowed,
+                                          const std::string& model, const Cluster& cluster) const;
+
   Planner planner() const { return Planner(model_, conf_.planner); }
 
  private:

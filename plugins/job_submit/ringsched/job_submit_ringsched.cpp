@@ -7,6 +7,7 @@
 #include <ctime>
 #include <exception>
 #include <string>
+#include <tuple>
 
 extern "C" {
 #include "src/common/log.h"
@@ -90,9 +91,9 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     const ringsched::Plan plan = engine->planner().plan(snap);
     const ringsched::JobPlan* jp = plan.find("new");
     if (jp && jp->runs) {
-      for (const auto& [t, n] : jp->gpus_by_type)
-        if (n > gpus) type = t, gpus = n;  // one typed gres per job: its main type
+      std::tie(type, gpus) = engine->single_type(*jp, request.types, request.model, cluster);
       why = jp->reason;
+      if (jp->gpus_by_type.size() > 1) why += " (mixed types: runs on " + type + " alone in Slurm)";
     }
   } catch (const std::exception& e) {
     info("job_submit/ringsched: planner failed (%s); using the fastest type", e.what());

@@ -285,10 +285,7 @@ void PlanningThread::round() {
     auto it = ring.find(jp.job_id);
     if (it == ring.end() || !jp.runs || jp.gpus <= 0) continue;
     const RingJobRecord& r = it->second;
-    std::string type;
-    int gpus = 0;
-    for (const auto& [t, n] : jp.gpus_by_type)
-      if (n > gpus) type = t, gpus = n;
+    const auto [type, gpus] = engine->single_type(jp, r.request.types, r.request.model, snap.cluster);
     if (type.empty()) continue;
     if (!r.running) {
       if (type == r.shape.type && gpus == r.shape.gpus) continue;
