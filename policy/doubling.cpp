@@ -376,7 +376,64 @@ class DoublingRound {
           pair_grow = static_cast<int>(k);
         }
       }
-      if (pair_grow >= 0) {
+      // Many-donor moves: one job grows with GPUs from several shrinks, taken in order of least
+      // loss per freed GPU (each job's best such shrink), until enough are free.
+      std::vector<Change> donors;  // per job, the shrink with the least loss per freed GPU
+      {
+        std::vector<int> best_of(n, -1);
+        for (size_t k = 0; k < shrinks.size(); ++k) {
+          const Change& c = shrinks[k];
+          int& b = best_of[c.job];
+          if (b < 0 || c.delta / c.release < shrinks[b].delta / shrinks[b].release)
+            b = static_cast<int>(k);
+        }
+        for (size_t j = 0; j < n; ++j)
+          if (best_of[j] >= 0) donors.push_back(shrinks[best_of[j]]);
+        std::sort(donors.begin(), donors.end(), [](const Change& x, const Change& y) {
+          return x.delta / x.release < y.delta / y.release;
+        });
+      }
+      std::vector<long> freed(donors.size() + 1, 0);  // prefix sums over donors
+      std::vector<double> lost(donors.size() + 1, 0);
+      std::vector<int> donor_pos(n, -1);
+      for (size_t k = 0; k < donors.size(); ++k) {
+        freed[k + 1] = freed[k] + donors[k].release;
+        lost[k + 1] = lost[k] + donors[k].delta;
+        donor_pos[donors[k].job] = static_cast<int>(k);
+      }
+      int many_grow = -1;
+      size_t many_count = 0;
+      for (size_t k = 0; k < grows.size(); ++k) {
+        const Change& g = grows[k];
+        long need = -static_cast<long>(g.release) - a.free;
+        // Fewest donors (a prefix) freeing `need`, not counting the growing job's own entry.
+        size_t p = std::lower_bound(freed.begin(), freed.end(), need) - freed.begin();
+        if (p >= freed.size()) continue;
+        double d = g.delta + lost[p];
+        int own = donor_pos[g.job];
+        if (own >= 0 && static_cast<size_t>(own) < p) {
+          long more = need + donors[own].release;
+          p = std::lower_bound(freed.begin(), freed.end(), more) - freed.begin();
+          if (p >= freed.size()) continue;
+          d = g.delta + lost[p] - donors[own].delta;
+        }
+        if (d < best_pair) {
+          best_pair = d;
+          many_grow = static_cast<int>(k);
+          many_count = p;
+        }
+      }
+      if (many_grow >= 0) {
+        const Change& g = grows[many_grow];
+        for (size_t k = 0; k < many_count; ++k) {
+          const Change& c = donors[k];
+          if (c.job == g.job) continue;
+          a.free += a.gpus[c.job] - c.size;
+          a.gpus[c.job] = c.size;
+        }
+        a.free -= g.size - a.gpus[g.job];
+        a.gpus[g.job] = g.size;
+      } else if (pair_grow >= 0) {
         const Change& s = shrinks[pair_shrink];
         const Change& g = grows[pair_grow];
         a.free += a.gpus[s.job] - s.size;
