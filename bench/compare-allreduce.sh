@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# compare-allreduce.sh -- libringrt's allreduce against OpenMPI's MPI_Allreduce (shared memory
+# through the vader BTL, and TCP loopback) and Gloo's ring, on the same sizes in the same run,
+# with ranks as processes on this machine; prints every table and then the ratios.
+#
+# usage: bench/compare-allreduce.sh [--ringrt-bench PATH] [--ranks "2 4"] [--max-bytes B]
+#                                   [--min-bytes B] [--out DIR]
+#   --ringrt-bench  the built ringrt-bench (default: ring-runtime/ringrt-bench of the build tree
+#                   this is run from, or ringrt-bench on PATH)
+#   --ranks         world sizes to run (default "2 4")
+#   --min/max-bytes size range, x4 steps (default 4096 .. 268435456)
+#   --out           where the helper programs are built and the raw tables kept
+#                   (default: a fresh temporary folder)
+# Needs mpicc/mpirun (openmpi-bin, libopenmpi-dev) and libgloo-dev. The machine is shared:
+# keep --max-bytes small for a quick look.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bench=""
+ranks="2 4"
+minb=4096
+maxb=268435456
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ringrt-bench) bench=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --min-bytes) minb=$2; shift 2 ;;
+    --max-bytes) maxb=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "compare-allreduce: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$bench" ]; then
+  if [ -x ring-runtime/ringrt-bench ]; then bench=ring-runtime/ringrt-bench
+  elif command -v ringrt-bench >/dev/null; then bench=$(command -v ringrt-bench)
+  else echo "compare-allreduce: build ringrt-bench first or pass --ringrt-bench" >&2; exit 2; fi
+fi
+[ -n "$out" ] || out=$(mktemp -d /tmp/ringrt-compare-XXXXXX)
+mkdir -p "$out"
+gloo_lib=$(ls /usr/lib/libgloo.so* /usr/lib/*/libgloo.so* 2>/dev/null | head -n 1 || true)
+[ -n "$gloo_lib" ] || { echo "compare-allreduce: libgloo not found (apt-get install libgloo-dev)" >&2; exit 2; }
+echo "compare-allreduce: building the OpenMPI and Gloo helpers in $out"
+mpicc -O2 -o "$out/mpi_allreduce_bench" "$here/mpi_allreduce_bench.c"
+g++ -O2 -std=c++17 -o "$out/gloo_allreduce_bench" "$here/gloo_allreduce_bench.cpp" "$gloo_lib" -lpthread
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun_=(mpirun --oversubscribe --bind-to none)
+sizes=(--min-bytes "$minb" --max-bytes "$maxb")
+
+for n in $ranks; do
+  echo; echo "===== $n ranks ====="
+  "$bench" --ranks "$n" --backend tcp "${sizes[@]}" | tee "$out/ringrt-tcp-$n.txt"
+  "${mpirun_[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
+    "$out/mpi_allreduce_bench" "${sizes[@]}" --label "btl tcp, loopback" | tee "$out/mpi-tcp-$n.txt"
+  "$out/gloo_allreduce_bench" --ranks "$n" "${sizes[@]}" | tee "$out/gloo-$n.txt"
+  "$bench" --ranks "$n" --backend shm "${sizes[@]}" | tee "$out/ringrt-shm-$n.txt"
+  "${mpirun_[@]}" -np "$n" --mca btl self,vader \
+    "$out/mpi_allreduce_bench" "${sizes[@]}" --label "btl vader, shared memory" | tee "$out/mpi-sm-$n.txt"
+done
+
+echo
+echo "===== ratios (busbw ratio = ours / theirs, higher is better; latency ratio = ours / theirs, lower is better) ====="
+for n in $ranks; do
+  echo
+  echo "n=$n"
+  printf "%12s | %9s %9s %9s %8s %8s | %9s %9s %8s\n" size ringrt-tcp mpi-tcp gloo x-mpi x-gloo ringrt-shm mpi-sm x-mpi
+  paste <(grep -v '^#' "$out/ringrt-tcp-$n.txt") <(grep -v '^#' "$out/mpi-tcp-$n.txt") \
+        <(grep -v '^#' "$out/gloo-$n.txt") <(grep -v '^#' "$out/ringrt-shm-$n.txt") \
+        <(grep -v '^#' "$out/mpi-sm-$n.txt") |
+    awk '{ # 6 columns per table: size count time algbw busbw iters
+      rt=$5; mt=$11; gl=$17; rs=$23; ms=$29;
+      printf "%12s | %9.3f %9.3f %9.3f %8.2f %8.2f | %9.3f %9.3f %8.2f\n", $1, rt, mt, gl, rt/mt, rt/gl, rs, ms, rs/ms;
+      if ($1 == 4096) lat = sprintf("  4 KiB latency: ringrt-tcp %.1f us vs mpi-tcp %.1f us (x%.2f); ringrt-shm %.1f us vs mpi-sm %.1f us (x%.2f)",
+                                    $3, $9, $3/$9, $21, $27, $21/$27);
+    } END { if (lat != "") print lat }'
+done
+echo
+echo "raw tables kept in $out"
