@@ -376,60 +376,73 @@ class DoublingRound {
           pair_grow = static_cast<int>(k);
         }
       }
-      // Many-donor moves: one job grows with GPUs from several shrinks, taken in order of least
-      // loss per freed GPU (each job's best such shrink), until enough are free.
-      std::vector<Change> donors;  // per job, the shrink with the least loss per freed GPU
-      {
-        std::vector<int> best_of(n, -1);
-        for (size_t k = 0; k < shrinks.size(); ++k) {
-          const Change& c = shrinks[k];
-          int& b = best_of[c.job];
-          if (b < 0 || c.delta / c.release < shrinks[b].delta / shrinks[b].release)
-            b = static_cast<int>(k);
-        }
-        for (size_t j = 0; j < n; ++j)
-          if (best_of[j] >= 0) donors.push_back(shrinks[best_of[j]]);
-        std::sort(donors.begin(), donors.end(), [](const Change& x, const Change& y) {
-          return x.delta / x.release < y.delta / y.release;
-        });
-      }
-      std::vector<long> freed(donors.size() + 1, 0);  // prefix sums over donors
-      std::vector<double> lost(donors.size() + 1, 0);
-      std::vector<int> donor_pos(n, -1);
-      for (size_t k = 0; k < donors.size(); ++k) {
-        freed[k + 1] = freed[k] + donors[k].release;
-        lost[k + 1] = lost[k] + donors[k].delta;
-        donor_pos[donors[k].job] = static_cast<int>(k);
-      }
+      // Many-donor moves: one job grows with GPUs from several shrinks, the donors chosen exactly
+      // (least total loss freeing enough GPUs; a small knapsack per growing job). Skipped when the
+      // table would be too large (thousands of jobs and GPUs), leaving the pair moves.
+      std::vector<std::vector<const Change*>> options_of(n);
+      for (const Change& c : shrinks) options_of[c.job].push_back(&c);
+      std::vector<std::pair<int, int>> many_moves;  // (job, size) of each donor of the best move
       int many_grow = -1;
-      size_t many_count = 0;
-      for (size_t k = 0; k < grows.size(); ++k) {
-        const Change& g = grows[k];
-        long need = -static_cast<long>(g.release) - a.free;
-        // Fewest donors (a prefix) freeing `need`, not counting the growing job's own entry.
-        size_t p = std::lower_bound(freed.begin(), freed.end(), need) - freed.begin();
-        if (p >= freed.size()) continue;
-        double d = g.delta + lost[p];
-        int own = donor_pos[g.job];
-        if (own >= 0 && static_cast<size_t>(own) < p) {
-          long more = need + donors[own].release;
-          p = std::lower_bound(freed.begin(), freed.end(), more) - freed.begin();
-          if (p >= freed.size()) continue;
-          d = g.delta + lost[p] - donors[own].delta;
+      for (size_t j = 0; j < n; ++j) {
+        long need_max = 0;
+        for (const Change& g : grows)
+          if (g.job == static_cast<int>(j)) need_max = std::max<long>(need_max, -g.release - a.free);
+        if (need_max <= 0) continue;
+        if (static_cast<double>(shrinks.size()) * (need_max + 1) > 2e6) continue;
+        int cap_n = static_cast<int>(need_max);
+        // least[x]: least loss freeing x GPUs (x = cap_n: at least cap_n), over the donors so far.
+        std::vector<double> least(cap_n + 1, kInf);
+        least[0] = 0;
+        struct Step { int from = -1; const Change* change = nullptr; };
+        std::vector<std::vector<Step>> steps;  // per donor job considered, per state
+        for (size_t d = 0; d < n; ++d) {
+          if (d == j || options_of[d].empty()) continue;
+          std::vector<double> next = least;
+          std::vector<Step> step(cap_n + 1);
+          for (const Change* c : options_of[d])
+            for (int x = 0; x <= cap_n; ++x) {
+              if (least[x] == kInf) continue;
+              int y = static_cast<int>(std::min<long>(cap_n, static_cast<long>(x) + c->release));
+              double v = least[x] + c->delta;
+              if (v < next[y]) {
+                next[y] = v;
+                step[y] = {x, c};
+              }
+            }
+          least.swap(next);
+          steps.push_back(std::move(step));
         }
-        if (d < best_pair) {
-          best_pair = d;
-          many_grow = static_cast<int>(k);
-          many_count = p;
+        // at_least[x]: least loss freeing x or more, and the state that achieves it.
+        std::vector<int> arg(cap_n + 1);
+        for (int x = cap_n, b = cap_n; x >= 0; --x) {
+          if (least[x] < least[b]) b = x;
+          arg[x] = b;
+        }
+        for (size_t k = 0; k < grows.size(); ++k) {
+          const Change& g = grows[k];
+          if (g.job != static_cast<int>(j)) continue;
+          int need = -g.release - a.free;
+          int state = arg[need];
+          if (least[state] == kInf) continue;
+          double d = g.delta + least[state];
+          if (d < best_pair) {
+            best_pair = d;
+            many_grow = static_cast<int>(k);
+            many_moves.clear();
+            for (size_t t = steps.size(); t-- > 0;) {
+              const Step& st = steps[t][state];
+              if (st.change == nullptr) continue;  // this donor job gave nothing at this state
+              many_moves.emplace_back(st.change->job, st.change->size);
+              state = st.from;
+            }
+          }
         }
       }
       if (many_grow >= 0) {
         const Change& g = grows[many_grow];
-        for (size_t k = 0; k < many_count; ++k) {
-          const Change& c = donors[k];
-          if (c.job == g.job) continue;
-          a.free += a.gpus[c.job] - c.size;
-          a.gpus[c.job] = c.size;
+        for (auto [job, size] : many_moves) {
+          a.free += a.gpus[job] - size;
+          a.gpus[job] = size;
         }
         a.free -= g.size - a.gpus[g.job];
         a.gpus[g.job] = g.size;
