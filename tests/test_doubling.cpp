@@ -152,6 +152,7 @@ class DoublingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(dp_equals_brute_force);
   CPPUNIT_TEST(heuristic_never_beats_dp);
   CPPUNIT_TEST(local_improvement_never_worse_than_paper);
+  CPPUNIT_TEST(local_improvement_passes_dips_and_gathers_gpus);
   CPPUNIT_TEST(greedy_doubles_largest_improvement_first);
   CPPUNIT_TEST(restart_cost_counted);
   CPPUNIT_TEST(hysteresis_keeps_small_gain);
@@ -226,6 +227,30 @@ class DoublingTest : public CppUnit::TestFixture {
       if (ours.objective_s < paper.objective_s * (1 - 1e-9)) ++strictly_better;
     }
     CPPUNIT_ASSERT(strictly_better > 0);
+  }
+
+  void local_improvement_passes_dips_and_gathers_gpus() {
+    // A dip: 2 GPUs slower than 1, 4 much faster. The paper's greedy stops at 1; ours jumps.
+    auto dip = elastic(1e4, 1, 4, curve({{1, 10.0}, {2, 8.0}, {4, 30.0}}));
+    CPPUNIT_ASSERT_EQUAL(1, doubling_heuristic({dip}, {0}, 4, ResizeCosts{}, 0, DoublingSteps{false}).gpus[0]);
+    DoublingResult jumped = doubling_heuristic({dip}, {0}, 4, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT_EQUAL(4, jumped.gpus[0]);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(1e4 / 30.0, jumped.objective_s, 1e-9);
+    // Gathering: the big job needs 4 more GPUs; the optimum takes 1 from one job and 3 from
+    // another (Gavel k80 speeds of eval instance seed 4 #245, rounded).
+    std::vector<DoublingJob> jobs = {
+        elastic(1639, 1, 64, curve({{1, 3.51}, {2, 5.1}, {4, 7.98}, {8, 13.9}, {16, 17.8}})),
+        elastic(679060, 1, 8, curve({{1, 0.886}, {2, 1.67}, {4, 3.41}, {8, 6.98}})),
+        elastic(132097, 1, 16, curve({{1, 32.9}, {2, 59.5}, {4, 99.3}, {8, 145}, {16, 176}})),
+        elastic(155466, 1, 2, curve({{1, 17.1}, {2, 23.8}})),
+        elastic(52147, 1, 8, curve({{1, 0.619}, {2, 1.26}, {4, 2.41}, {8, 4.57}})),
+        elastic(1000, 1, 16, curve({{1, 11.5}, {2, 16.1}, {4, 23}, {8, 43.1}, {16, 53.8}}))};
+    DoublingResult dp = optimal_static(jobs, 13);
+    DoublingResult paper = doubling_heuristic(jobs, identity(6), 13, ResizeCosts{}, 0, DoublingSteps{false});
+    DoublingResult ours = doubling_heuristic(jobs, identity(6), 13, ResizeCosts{}, 0);
+    CPPUNIT_ASSERT(paper.objective_s > dp.objective_s * 1.05);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(dp.objective_s, ours.objective_s, 1e-9 * dp.objective_s);
+    CPPUNIT_ASSERT_EQUAL(8, ours.gpus[1]);
   }
 
   void greedy_doubles_largest_improvement_first() {
