@@ -142,13 +142,13 @@ rr init_world(const Config& cfg) {
   auto make_tcp = [&]() {
     w->tcp.reset(new TcpRing);
     w->tcp->timeout_ms = cfg.timeout_ms;
-    w->tcp->spin_us = oversubscribed ? 0 : 20;
+    w->tcp->spin_us = oversubscribed ? 0 : 2000;
   };
   auto make_shm = [&]() {
     w->shm.reset(new ShmGroup);
     w->shm->timeout_ms = cfg.timeout_ms;
     w->shm->yield_spin = oversubscribed;
-    w->shm->spin_us = oversubscribed ? 20 : 100;
+    w->shm->spin_us = oversubscribed ? 20 : 2000;
   };
   if (w->backend == RINGRT_BACKEND_TCP) {
     std::vector<int> all(n);
