@@ -54,21 +54,6 @@ void log(const char* fmt, ...) {
   va_end(ap);
 }
 
-double now_epoch() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Appends "<epoch seconds> <event> <detail>" to DIR/events: the record from which resize
-// latency is measured across requeues (the workers append to the same file).
-void event(const std::string& dir, const std::string& what) {
-  int fd = ::open((dir + "/events").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  char line[512];
-  int n = std::snprintf(line, sizeof line, "%.3f %s\n", now_epoch(), what.c_str());
-  if (n > 0) (void)!::write(fd, line, size_t(std::min(n, int(sizeof line) - 1)));
-  ::close(fd);
-}
-
 struct Options {
   int gpus = 0;                 // workers (0: from the Slurm allocation)
   int max_gpus = 1024;          // bound for resize requests
@@ -221,12 +206,21 @@ class WorkerGroup {
         if (!gpu_ids.empty()) e.push_back("CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(r) % gpu_ids.size()]);
       }
       argv.insert(argv.end(), cmd.begin(), cmd.end());
+      // Signals stay blocked across fork until the child has its default handlers back, so a
+      // stop request cannot land in the inherited handler and be lost.
+      sigset_t all, old;
+      sigfillset(&all);
+      sigprocmask(SIG_BLOCK, &all, &old);
       pid_t pid = ::fork();
-      if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      if (pid < 0) {
+        sigprocmask(SIG_SETMASK, &old, nullptr);
+        throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+      }
       if (pid == 0) {
-        signal(SIGUSR1, SIG_DFL);
-        signal(SIGUSR2, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
+        // Each worker leads its own process group: signals reach whatever it starts, too.
+        setpgid(0, 0);
+        for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT}) signal(sig, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, nullptr);
         std::vector<char*> av, ev;
         for (auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
         av.push_back(nullptr);
@@ -236,13 +230,15 @@ class WorkerGroup {
         std::fprintf(stderr, "ringrun: cannot run %s: %s\n", av[0], std::strerror(errno));
         ::_exit(127);
       }
+      setpgid(pid, pid);  // also here: no window in which a signal misses the group
+      sigprocmask(SIG_SETMASK, &old, nullptr);
       pids_.push_back(pid);
       alive_++;
     }
   }
   void signal_all(int sig) {
     for (pid_t p : pids_)
-      if (p > 0) ::kill(p, sig);
+      if (p > 0) ::kill(-p, sig);
   }
   // Reaps what has exited; returns true once every worker has.
   bool reap(std::vector<WorkerExit>* exits) {
@@ -428,7 +424,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ringrun: %s\n", e.what());
       return 1;
     }
-    event(o.ckpt_dir, "workers_started " + std::to_string(world) + (job_id ? " job " + std::to_string(job_id) : ""));
+    ringrun::env::event(o.ckpt_dir, "workers_started " + std::to_string(world) + (job_id ? " job " + std::to_string(job_id) : ""));
     log("started %d worker%s of %s (%s%s, master %s:%d, checkpoints in %s)", world, world == 1 ? "" : "s",
         o.cmd[0].c_str(), o.gpu_type.empty() ? "untyped" : o.gpu_type.c_str(),
         job_id ? (", job " + std::to_string(job_id)).c_str() : ", local", master.c_str(), o.port,
@@ -453,7 +449,7 @@ int main(int argc, char** argv) {
           failed = true;
           // A crash is the job's failure, not a resize: report it and take the rest down.
           log("worker failed: %s", describe(e).c_str());
-          event(o.ckpt_dir, "worker_failed " + describe(e));
+          ringrun::env::event(o.ckpt_dir, "worker_failed " + describe(e));
           workers.signal_all(SIGTERM);
           stop_sent = std::chrono::steady_clock::now();
           stopping = true;
@@ -493,10 +489,11 @@ int main(int argc, char** argv) {
           stopping = true;
           stop_sent = std::chrono::steady_clock::now();
           log("%s: checkpointing to restart at %d GPU%s", reason.c_str(), target, target == 1 ? "" : "s");
-          event(o.ckpt_dir, "decision " + std::to_string(world) + "->" + std::to_string(target));
+          ringrun::env::event(o.ckpt_dir, "decision " + std::to_string(world) + "->" + std::to_string(target));
           workers.signal_all(SIGUSR1);
         }
-      } else if (std::chrono::steady_clock::now() - stop_sent > std::chrono::seconds(o.grace_s)) {
+      } else if (std::chrono::steady_clock::now() - stop_sent > std::chrono::seconds(failed ? std::min(o.grace_s, 5) : o.grace_s)) {
+        // After a crash the ring is broken and nobody checkpoints: a short grace is enough.
         log("workers did not stop within %d s; killing them", o.grace_s);
         workers.signal_all(SIGKILL);
         stop_sent = std::chrono::steady_clock::now() + std::chrono::hours(1);
@@ -512,7 +509,7 @@ int main(int argc, char** argv) {
     }
     if (stopped == 0 && ok == world) {
       log("all %d workers finished", world);
-      event(o.ckpt_dir, "finished");
+      ringrun::env::event(o.ckpt_dir, "finished");
       return 0;
     }
     if (stopped != world) {
@@ -531,7 +528,7 @@ int main(int argc, char** argv) {
     double ck_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stop_sent).count();
     log("checkpoint at step %llu verified (%s), %.2f s after the request", (unsigned long long)ck.step,
         ck.file.c_str(), ck_s);
-    event(o.ckpt_dir, "checkpointed step " + std::to_string(ck.step));
+    ringrun::env::event(o.ckpt_dir, "checkpointed step " + std::to_string(ck.step));
     if (!target) target = world;
 
     if (job && !o.no_requeue) {
@@ -541,10 +538,10 @@ int main(int argc, char** argv) {
       std::string err = job->requeue_resized(target, &rq, &up);
       if (!err.empty()) {
         log("requeue of job %u at %d GPUs failed: %s", job_id, target, err.c_str());
-        event(o.ckpt_dir, "requeue_failed " + err);
+        ringrun::env::event(o.ckpt_dir, "requeue_failed " + err);
         return 1;
       }
-      event(o.ckpt_dir, "released " + std::to_string(target));
+      ringrun::env::event(o.ckpt_dir, "released " + std::to_string(target));
       log("job %u requeued at %d GPUs (requeue %.2f s, update+release %.2f s)", job_id, target, rq, up);
       return 0;
     }

@@ -379,6 +379,7 @@ int main(int argc, char** argv) {
     for (auto& w : warnings) std::fprintf(stderr, "ringrun-train[rank %d]: %s\n", g_rank, w.c_str());
     if (found) {
       st = decode(c, o, mlp.size());
+      if (g_rank == 0) ringrun::env::event(o.ckpt_dir, "restored step " + std::to_string(st.step));
       if (g_rank == 0)
         std::printf("ringrun-train: restored step %llu from %s; world size %d\n", (unsigned long long)st.step,
                     c.file.c_str(), world);
@@ -472,6 +473,8 @@ int main(int argc, char** argv) {
       if (spent < target_iter_s) std::this_thread::sleep_for(std::chrono::duration<double>(target_iter_s - spent));
     }
     double iter_s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (iterations_this_run == 0 && g_rank == 0)
+      ringrun::env::event(o.ckpt_dir, "first_step " + std::to_string(step) + " world " + std::to_string(world));
     // The first iteration of a run includes connection set-up: not a steady-state sample.
     if (iterations_this_run++ > 0) measured_steps++, measured_s += iter_s;
     if (ctl[1] > 0) {

@@ -2,6 +2,10 @@
 // ENVIRONMENT), and the timing report a worker leaves for the wrapper.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -32,6 +36,19 @@ inline void write_timing(int world, int global_batch, uint64_t steps, double sec
     std::fprintf(fp, "%d,%d,%llu,%.9g\n", world, global_batch, (unsigned long long)steps, seconds);
     std::fclose(fp);
   }
+}
+
+// Appends "<epoch seconds> <event> <detail>" to DIR/events: the record from which resize
+// latency is measured across requeues (ringrun and rank 0 of the workers write to it).
+inline void event(const std::string& dir, const std::string& what) {
+  if (dir.empty()) return;
+  int fd = ::open((dir + "/events").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  char line[512];
+  int n = std::snprintf(line, sizeof line, "%.3f %s\n", now, what.c_str());
+  if (n > 0) (void)!::write(fd, line, size_t(n < int(sizeof line) ? n : int(sizeof line) - 1));
+  ::close(fd);
 }
 
 }  // namespace env
