@@ -279,15 +279,38 @@ int read_resize_file(const std::string& path, int max_gpus) {
   return n;
 }
 
-// The policy engine's request in the job's admin comment: "ringsched:resize=N".
-int parse_admin_comment(const std::string& c, int max_gpus) {
+// The policy engine's request in the job's admin comment (priority/ringsched writes it):
+// "ringsched:resize=N[,type=T][,at=EPOCH]". Anything malformed is no request.
+struct ResizeRequest {
+  int gpus = 0;
+  std::string type;  // "" keeps the current type
+  double at = 0;     // when the engine decided (epoch seconds), 0 if not given
+};
+ResizeRequest parse_admin_comment(const std::string& c, int max_gpus) {
+  ResizeRequest r;
   const std::string key = "ringsched:resize=";
   size_t at = c.find(key);
-  if (at == std::string::npos) return 0;
-  std::string v;
-  for (size_t i = at + key.size(); i < c.size() && std::isdigit(static_cast<unsigned char>(c[i])); ++i) v += c[i];
+  if (at == std::string::npos) return r;
+  std::string body = c.substr(at + key.size());
+  body = body.substr(0, body.find_first_of(" ;\n"));
+  std::vector<std::string> fields;
+  std::stringstream ss(body);
+  for (std::string f; std::getline(ss, f, ',');) fields.push_back(f);
   int n = 0;
-  return to_int(v.c_str(), 1, max_gpus, &n) ? n : 0;
+  if (fields.empty() || !to_int(fields[0].c_str(), 1, max_gpus, &n)) return r;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (fields[i].rfind("type=", 0) == 0) {
+      std::string t = fields[i].substr(5);
+      if (t.empty() || t.size() > 32 ||
+          !std::all_of(t.begin(), t.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-'; }))
+        return r;
+      r.type = ringsched::normalize_type(t);
+    } else if (fields[i].rfind("at=", 0) == 0) {
+      r.at = std::atof(fields[i].c_str() + 3);
+    }
+  }
+  r.gpus = n;
+  return r;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -432,6 +455,7 @@ int main(int argc, char** argv) {
 
     // --- watch: the first event decides; everything then takes the checkpoint path ---
     int target = 0;         // size to restart at (0: none decided)
+    std::string target_type;  // GPU type to restart on ("" keeps the current one)
     std::string reason;
     bool stopping = false, failed = false;
     std::chrono::steady_clock::time_point stop_sent;
@@ -478,8 +502,13 @@ int main(int argc, char** argv) {
           if (!target && job) {
             try {
               job->refresh();
-              n = parse_admin_comment(job->shape().admin_comment, o.max_gpus);
-              if (n && n != world) target = n, reason = "policy engine (admin comment)";
+              ResizeRequest r = parse_admin_comment(job->shape().admin_comment, o.max_gpus);
+              bool new_type = !r.type.empty() && r.type != o.gpu_type && !o.gpu_type.empty();
+              if (r.gpus && (r.gpus != world || new_type)) {
+                target = r.gpus, target_type = new_type ? r.type : "";
+                reason = "policy engine (admin comment '" + job->shape().admin_comment + "')";
+                if (r.at > 0) ringrun::env::event(o.ckpt_dir, "engine_decided_at " + std::to_string(r.at));
+              }
             } catch (const std::exception& e) {
               log("%s", e.what());
             }
@@ -535,14 +564,15 @@ int main(int argc, char** argv) {
       // From here on Slurm's own SIGTERM (our requeue) must not interrupt the sequence.
       signal(SIGTERM, SIG_IGN);
       double rq = 0, up = 0;
-      std::string err = job->requeue_resized(target, &rq, &up);
+      std::string err = job->requeue_resized(target, target_type, &rq, &up);
       if (!err.empty()) {
         log("requeue of job %u at %d GPUs failed: %s", job_id, target, err.c_str());
         ringrun::env::event(o.ckpt_dir, "requeue_failed " + err);
         return 1;
       }
       ringrun::env::event(o.ckpt_dir, "released " + std::to_string(target));
-      log("job %u requeued at %d GPUs (requeue %.2f s, update+release %.2f s)", job_id, target, rq, up);
+      log("job %u requeued at %d GPUs%s%s (requeue %.2f s, update+release %.2f s)", job_id, target,
+          target_type.empty() ? "" : " of type ", target_type.c_str(), rq, up);
       return 0;
     }
     if (job || reason.rfind("resize", 0) != 0) {

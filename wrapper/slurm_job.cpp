@@ -101,7 +101,7 @@ void SlurmJob::refresh() {
   slurm_free_job_info_msg(msg);
 }
 
-int SlurmJob::node_gpus() const {
+int SlurmJob::node_gpus(const std::string& wanted) const {
   node_info_msg_t* nodes = nullptr;
   int best = 0;
   if (slurm_load_node(0, &nodes, SHOW_ALL) != SLURM_SUCCESS || !nodes) return 0;
@@ -110,17 +110,21 @@ int SlurmJob::node_gpus() const {
     if (!n.gres) continue;
     std::string type;
     int count;
+    const std::string& want = wanted;
     parse_gpu_gres(std::string("gres:") + n.gres, &type, &count);
-    if (shape_.gpu_type.empty() || type == shape_.gpu_type) best = std::max(best, count);
+    if (want.empty() || type == want) best = std::max(best, count);
   }
   slurm_free_node_info_msg(nodes);
   return best;
 }
 
-std::string SlurmJob::requeue_resized(int total, double* requeue_s, double* update_s) {
+std::string SlurmJob::requeue_resized(int total, const std::string& new_type, double* requeue_s, double* update_s) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  int per_node_max = node_gpus();
+  if (!new_type.empty() && shape_.gpu_type.empty())
+    return "an untyped GPU request cannot be switched to type " + new_type + " (DESIGN 4)";
+  const std::string type = new_type.empty() ? shape_.gpu_type : new_type;
+  int per_node_max = node_gpus(type);
   if (per_node_max <= 0) per_node_max = shape_.gpus_per_node;
   if (total < 1 || per_node_max < 1) return "cannot size the job: " + std::to_string(total) + " GPUs";
   int nodes = (total + per_node_max - 1) / per_node_max;
@@ -154,9 +158,9 @@ std::string SlurmJob::requeue_resized(int total, double* requeue_s, double* upda
     d.min_nodes = d.max_nodes = uint32_t(nodes);
     err = update(&d, "NumNodes");
   }
-  if (err.empty() && per_node != shape_.gpus_per_node) {
+  if (err.empty() && (per_node != shape_.gpus_per_node || type != shape_.gpu_type)) {
     // Typed stays typed, untyped stays untyped (DESIGN 4).
-    std::string gres = "gres:gpu:" + (shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":") + std::to_string(per_node);
+    std::string gres = "gres:gpu:" + (type.empty() ? "" : type + ":") + std::to_string(per_node);
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     d.job_id = id_;
@@ -189,8 +193,8 @@ SlurmJob::SlurmJob(uint32_t job_id) : id_(job_id) {
                            std::to_string(job_id));
 }
 void SlurmJob::refresh() {}
-int SlurmJob::node_gpus() const { return 0; }
-std::string SlurmJob::requeue_resized(int, double*, double*) { return "built without libslurm"; }
+int SlurmJob::node_gpus(const std::string& wanted) const { return 0; }
+std::string SlurmJob::requeue_resized(int, const std::string&, double*, double*) { return "built without libslurm"; }
 
 #endif
 

@@ -25,13 +25,14 @@ class SlurmJob {
   // Re-reads the job (e.g. for a new admin comment).
   void refresh();
 
-  // Largest GPU count per node for the job's GPU type (from the node table), 0 if unknown.
-  int node_gpus() const;
+  // Largest GPU count per node of a type ("" any type), from the node table; 0 if unknown.
+  int node_gpus(const std::string& type) const;
 
   // requeue-hold -> NumNodes=N-N -> gres -> release, each step checked. A failed gres update
   // puts the old node count back before releasing, so the job never stays in a shape that
   // cannot run. Returns "" on success, else what failed. timings (seconds) filled in.
-  std::string requeue_resized(int total_gpus, double* requeue_s, double* update_s);
+  // new_type: "" keeps the job's GPU type (only a typed request can change type).
+  std::string requeue_resized(int total_gpus, const std::string& new_type, double* requeue_s, double* update_s);
 
  private:
   uint32_t id_;
