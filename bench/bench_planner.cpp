@@ -1,0 +1,214 @@
+// Decision cost of one planning pass as clusters and job counts grow (issue 2, point 7).
+// Clusters of 64, 1,000 and 10,000 GPUs with 3 to 5 GPU types; 100, 1,000 and 2,000 jobs.
+// Speeds come from the real Gavel table (k80, p100, v100); the extra types t4 and a100 used for
+// the 4- and 5-type clusters are the v100 curves scaled by a fixed factor (synthetic, only so
+// that the planner sees more types; this program measures time, not schedule quality).
+// Each cell: a first pass places every job from scratch, then half the jobs are made running on
+// the GPUs the plan gave them, and the timed passes plan that steady state (medians printed).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ringsched/planner.h"
+
+using namespace ringsched;
+
+namespace {
+
+struct Options {
+  std::vector<int> gpus = {64, 1000, 10000};
+  std::vector<int> jobs = {100, 1000, 2000};
+  int repeats = 5;
+  unsigned seed = 1;
+  std::string policy = "combined";
+  int samples = -1;
+  std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
+};
+
+void usage() {
+  std::printf(
+      "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
+      "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
+      "                     [--profiles FILE]\n"
+      "Prints milliseconds per planning pass for each (cluster size, job count) and the growth\n"
+      "between sizes. Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined policy.\n");
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p;) {
+    char* end;
+    long v = std::strtol(p, &end, 10);
+    if (end == p || v <= 0) {
+      std::fprintf(stderr, "bench_planner: bad list '%s'\n", s);
+      std::exit(2);
+    }
+    out.push_back(static_cast<int>(v));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+Cluster make_cluster(int gpus, int types, const std::vector<std::string>& type_names) {
+  Cluster c;
+  int per_node = gpus >= 1000 ? 8 : 4;
+  int nodes = std::max(types, gpus / per_node);
+  for (int i = 0; i < nodes; ++i) {
+    Node n;
+    n.gpu_type = type_names[i % types];
+    n.name = n.gpu_type + "-" + std::to_string(i);
+    n.gpus = per_node;
+    c.nodes.push_back(n);
+  }
+  return c;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_planner: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (a == "--gpus") {
+      o.gpus = parse_list(next());
+    } else if (a == "--jobs") {
+      o.jobs = parse_list(next());
+    } else if (a == "--repeats") {
+      o.repeats = std::max(1, std::atoi(next()));
+    } else if (a == "--seed") {
+      o.seed = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
+    } else if (a == "--policy") {
+      o.policy = next();
+    } else if (a == "--samples") {
+      o.samples = std::atoi(next());
+    } else if (a == "--profiles") {
+      o.profiles = next();
+    } else {
+      std::fprintf(stderr, "bench_planner: unknown option %s\n", a.c_str());
+      usage();
+      return 2;
+    }
+  }
+  try {
+    ProfileTable table = ProfileTable::load_csv(o.profiles);
+    // Synthetic extra types for the 4- and 5-type clusters: scaled v100 curves.
+    const std::pair<const char*, double> extra[] = {{"t4", 0.55}, {"a100", 1.7}};
+    std::vector<ProfilePoint> base = table.points();
+    for (const auto& [name, factor] : extra)
+      for (const ProfilePoint& p : base)
+        if (p.gpu_type == "v100") {
+          ProfilePoint q = p;
+          q.gpu_type = name;
+          q.iters_per_s *= factor;
+          table.add(q);
+        }
+    std::vector<std::string> models = table.models();
+    const std::vector<std::string> type_names = {"v100", "p100", "k80", "t4", "a100"};
+
+    PlannerConfig cfg;
+    cfg.policy = parse_policy(o.policy);
+    cfg.seed = o.seed;
+    if (o.samples >= 0) cfg.samples = o.samples;
+    Planner planner(ThroughputModel(table), cfg);
+
+    std::printf("# planner decision cost: policy %s, K=%d samples, median of %d passes\n",
+                o.policy.c_str(), cfg.samples, o.repeats);
+    std::printf("%8s %6s %6s %12s %12s %10s %8s\n", "gpus", "types", "jobs", "first_ms",
+                "steady_ms", "running", "waiting");
+    std::vector<std::vector<double>> table_ms(o.gpus.size(), std::vector<double>(o.jobs.size()));
+    for (size_t gi = 0; gi < o.gpus.size(); ++gi) {
+      int types = o.gpus[gi] >= 10000 ? 5 : o.gpus[gi] >= 1000 ? 4 : 3;
+      for (size_t ji = 0; ji < o.jobs.size(); ++ji) {
+        std::mt19937 rng(o.seed + 7919u * gi + 104729u * ji);
+        Snapshot snap;
+        snap.cluster = make_cluster(o.gpus[gi], types, type_names);
+        snap.now_s = 100000;
+        std::uniform_int_distribution<size_t> pick(0, models.size() - 1);
+        std::uniform_real_distribution<double> iters(1e3, 1e6);
+        std::uniform_int_distribution<int> maxexp(0, 6);
+        for (int k = 0; k < o.jobs[ji]; ++k) {
+          Job j;
+          j.id = std::to_string(k + 1);
+          j.user = "u" + std::to_string(k % 17);
+          j.model = models[pick(rng)];
+          j.iterations = iters(rng);
+          j.remaining = j.iterations * std::uniform_real_distribution<double>(0.1, 1.0)(rng);
+          j.min_gpus = 1;
+          j.max_gpus = 1 << maxexp(rng);
+          j.requested_gpus = j.max_gpus;
+          j.elastic = k % 5 != 0;
+          j.submit_s = snap.now_s - std::uniform_real_distribution<double>(0, 50000)(rng);
+          snap.jobs.push_back(j);
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        Plan first = planner.plan(snap);
+        double first_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        // Steady state: every other planned job is now running where the plan put it.
+        int running = 0;
+        for (size_t k = 0; k < snap.jobs.size(); ++k) {
+          const JobPlan& jp = first.jobs[k];
+          if (!jp.runs || k % 2) continue;
+          Job& j = snap.jobs[k];
+          j.state = JobState::Running;
+          j.current_gpus = jp.gpus;
+          for (const Placement& p : jp.placement) j.gpus_by_node[p.node] += p.gpus;
+          j.current_type = jp.gpus_by_type.size() == 1 ? jp.gpus_by_type.begin()->first : "";
+          j.last_resize_s = snap.now_s - 1000;
+          ++running;
+        }
+        snap.now_s += 60;
+        std::vector<double> ms;
+        int waiting = 0;
+        for (int r = 0; r < o.repeats; ++r) {
+          auto t1 = std::chrono::steady_clock::now();
+          Plan p = planner.plan(snap);
+          ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
+          if (r == 0)
+            for (const JobPlan& jp : p.jobs) waiting += !jp.runs;
+        }
+        table_ms[gi][ji] = median(ms);
+        std::printf("%8d %6d %6d %12.2f %12.2f %10d %8d\n", snap.cluster.total_gpus(), types,
+                    o.jobs[ji], first_ms, table_ms[gi][ji], running, waiting);
+        std::fflush(stdout);
+      }
+    }
+    std::printf("# growth of steady-state time (ratio to the previous size)\n");
+    for (size_t ji = 0; ji < o.jobs.size(); ++ji)
+      for (size_t gi = 1; gi < o.gpus.size(); ++gi)
+        std::printf("#   %d jobs: %d -> %d GPUs (x%.1f): time x%.2f\n", o.jobs[ji], o.gpus[gi - 1],
+                    o.gpus[gi], double(o.gpus[gi]) / o.gpus[gi - 1],
+                    table_ms[gi][ji] / std::max(1e-9, table_ms[gi - 1][ji]));
+    for (size_t gi = 0; gi < o.gpus.size(); ++gi)
+      for (size_t ji = 1; ji < o.jobs.size(); ++ji)
+        std::printf("#   %d GPUs: %d -> %d jobs (x%.1f): time x%.2f\n", o.gpus[gi], o.jobs[ji - 1],
+                    o.jobs[ji], double(o.jobs[ji]) / o.jobs[ji - 1],
+                    table_ms[gi][ji] / std::max(1e-9, table_ms[gi][ji - 1]));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_planner: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

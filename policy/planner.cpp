@@ -1,0 +1,472 @@
+#include "ringsched/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <set>
+
+#include <jansson.h>
+
+#include "ringsched/doubling.h"
+#include "ringsched/placement.h"
+#include "planner_hooks.h"
+
+namespace ringsched {
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::Static: return "static";
+    case Policy::Doubling: return "doubling";
+    case Policy::Hetero: return "hetero";
+    case Policy::Combined: return "combined";
+  }
+  return "?";
+}
+
+Policy parse_policy(const std::string& name) {
+  for (Policy p : {Policy::Static, Policy::Doubling, Policy::Hetero, Policy::Combined})
+    if (name == policy_name(p)) return p;
+  throw InputError("unknown policy '" + name + "' (expected static, doubling, hetero or combined)");
+}
+
+const JobPlan* Plan::find(const std::string& job_id) const {
+  for (const JobPlan& j : jobs)
+    if (j.job_id == job_id) return &j;
+  return nullptr;
+}
+
+Planner::Planner(ThroughputModel model, PlannerConfig config)
+    : model_(std::move(model)), config_(config) {
+  if (config_.samples < 0) throw InputError("planner: samples must be >= 0");
+}
+
+void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {
+  similarity_ = std::move(similarity);
+}
+
+namespace {
+
+// Everything the planner knows about one job while it plans.
+struct JobView {
+  const Job* job = nullptr;
+  std::vector<std::string> types;  // allowed types present in the cluster, fastest first
+  std::string best_type;           // fastest allowed type ("" if the model is unknown everywhere)
+  bool known = false;              // some speed is known or predicted
+  bool predicted = false;          // best type's speed comes from model similarity
+  int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
+};
+
+int round_range_min(int n, bool pow2) {
+  if (!pow2) return n;
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// Shortest predicted remaining time first, with aging so that no job waits for ever: a job's key
+// halves for every `aging_s` it has waited. Admin boosts come first.
+std::vector<int> policy_order(const std::vector<JobView>& views, const ThroughputModel& model,
+                              double now_s) {
+  constexpr double aging_s = 3600.0;
+  std::vector<double> key(views.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const Job& j = *views[i].job;
+    double v = views[i].known ? model.iters_per_s(j.model, views[i].best_type, views[i].lo) : 0;
+    double t = v > 0 ? j.remaining / v : 1e12;
+    double waited = std::max(0.0, now_s - j.submit_s);
+    key[i] = t / std::pow(2.0, waited / aging_s);
+  }
+  std::vector<int> order(views.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const Job& ja = *views[a].job;
+    const Job& jb = *views[b].job;
+    if (ja.priority_boost != jb.priority_boost) return ja.priority_boost > jb.priority_boost;
+    if (key[a] != key[b]) return key[a] < key[b];
+    return ja.submit_s < jb.submit_s;
+  });
+  return order;
+}
+
+// Takes `n` GPUs of `type` from the free map, preferring nodes that can hold the most (fewest
+// nodes, so the ring stays local). Returns false (and takes nothing) if there are not enough.
+bool take_gpus(std::map<std::string, int>& free_by_node, const Cluster& cluster,
+               const std::string& type, int n, std::vector<Placement>& out) {
+  std::vector<const Node*> nodes;
+  int avail = 0;
+  for (const Node& nd : cluster.nodes)
+    if (nd.gpu_type == type && free_by_node[nd.name] > 0) {
+      nodes.push_back(&nd);
+      avail += free_by_node[nd.name];
+    }
+  if (avail < n) return false;
+  // Best fit first: a node that holds the whole job, the smallest such; otherwise largest first.
+  std::stable_sort(nodes.begin(), nodes.end(), [&](const Node* a, const Node* b) {
+    return free_by_node[a->name] > free_by_node[b->name];
+  });
+  const Node* single = nullptr;
+  for (const Node* nd : nodes)
+    if (free_by_node[nd->name] >= n) single = nd;  // last one that fits = smallest that fits
+  if (single) nodes = {single};
+  for (const Node* nd : nodes) {
+    if (n == 0) break;
+    int k = std::min(n, free_by_node[nd->name]);
+    free_by_node[nd->name] -= k;
+    out.push_back(Placement{nd->name, type, k});
+    n -= k;
+  }
+  return true;
+}
+
+void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
+  jp.placement = placement;
+  jp.gpus = 0;
+  jp.gpus_by_type.clear();
+  for (const Placement& p : placement) {
+    jp.gpus += p.gpus;
+    jp.gpus_by_type[p.gpu_type] += p.gpus;
+  }
+  jp.runs = jp.gpus > 0;
+}
+
+std::map<std::string, int> current_by_type(const Job& j, const Cluster& cluster) {
+  std::map<std::string, int> out;
+  for (const auto& [node, n] : j.gpus_by_node) {
+    const Node* nd = cluster.find(node);
+    out[nd ? nd->gpu_type : j.current_type] += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan Planner::plan(const Snapshot& snap) const {
+  auto t0 = std::chrono::steady_clock::now();
+  snap.cluster.validate();
+  std::set<std::string> ids;
+  for (const Job& j : snap.jobs) {
+    j.validate();
+    if (!ids.insert(j.id).second) throw InputError("job " + j.id + ": listed twice");
+  }
+
+  // Unseen models get predictions from similar models before anything is decided.
+  ThroughputModel model = model_;
+  if (config_.use_similarity && similarity_)
+    predict_unseen_models(model, *similarity_, snap.jobs, snap.cluster.types());
+
+  const Cluster& cluster = snap.cluster;
+  const int n = static_cast<int>(snap.jobs.size());
+  std::vector<JobView> views(n);
+  for (int i = 0; i < n; ++i) {
+    JobView& v = views[i];
+    const Job& j = snap.jobs[i];
+    v.job = &j;
+    for (const std::string& t : cluster.types())
+      if (j.allows(t) && model.knows(j.model, t)) v.types.push_back(t);
+    std::stable_sort(v.types.begin(), v.types.end(), [&](const std::string& a, const std::string& b) {
+      return model.iters_per_s(j.model, a, 1) > model.iters_per_s(j.model, b, 1);
+    });
+    v.known = !v.types.empty();
+    if (v.known) {
+      v.best_type = v.types.front();
+      v.predicted = model.is_predicted(j.model, v.best_type);
+    } else {
+      // Unknown everywhere: it still runs, on any allowed type, at its requested size.
+      for (const std::string& t : cluster.types())
+        if (j.allows(t)) v.types.push_back(t);
+    }
+    int cap = cluster.total_gpus();
+    if (j.elastic) {
+      v.lo = std::min(round_range_min(j.min_gpus, config_.power_of_two), cap);
+      v.hi = std::min(j.max_gpus, cap);
+      if (config_.power_of_two) v.hi = floor_power_of_two(std::max(1, v.hi));
+      v.hi = std::max(v.hi, v.lo);
+    } else {
+      v.lo = v.hi = j.requested_gpus;
+    }
+  }
+
+  Plan plan;
+  plan.policy = policy_name(config_.policy);
+  plan.jobs.resize(n);
+  for (int i = 0; i < n; ++i) plan.jobs[i].job_id = snap.jobs[i].id;
+  std::vector<int> order = policy_order(views, model, snap.now_s);
+  std::vector<std::string> impossible(n);
+  for (int i = 0; i < n; ++i) impossible[i] = why_impossible(snap.jobs[i], cluster);
+
+  // 1. How many GPUs each job gets.
+  std::vector<int> counts(n, 0);
+  std::vector<std::string> count_reason(n);
+  bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
+  if (resizes) {
+    std::vector<DoublingJob> dj(n);
+    for (int i = 0; i < n; ++i) {
+      const Job& j = snap.jobs[i];
+      const JobView& v = views[i];
+      dj[i].remaining = j.remaining;
+      dj[i].min_gpus = v.lo;
+      dj[i].max_gpus = v.hi;
+      dj[i].elastic = j.elastic;
+      dj[i].requested = v.lo;
+      dj[i].running = j.state == JobState::Running;
+      dj[i].current_gpus = j.current_gpus;
+      dj[i].last_resize_s = j.last_resize_s;
+      if (!impossible[i].empty()) {
+        // It cannot run here at all: never give it GPUs.
+        dj[i].elastic = false;
+        dj[i].min_gpus = dj[i].max_gpus = dj[i].requested = 1;
+        dj[i].speed = [](int) { return 0.0; };
+      } else if (v.known) {
+        const ThroughputModel* m = &model;
+        std::string mdl = j.model, type = v.best_type;
+        dj[i].speed = [m, mdl, type](int g) { return m->iters_per_s(mdl, type, g); };
+      } else {
+        // No speed known: treat as perfectly inelastic so doubling never grows it blindly.
+        dj[i].elastic = false;
+        dj[i].min_gpus = dj[i].max_gpus = dj[i].requested =
+            std::min(cluster.total_gpus(), std::max(1, j.requested_gpus));
+        dj[i].speed = [](int) { return 1.0; };
+      }
+    }
+    DoublingResult dr =
+        doubling_heuristic(dj, order, cluster.usable_gpus(), config_.costs, snap.now_s);
+    counts = dr.gpus;
+    count_reason = dr.reasons;
+  } else {
+    // Static and Hetero: requested sizes (clamped to the job's range), running jobs as they are.
+    int left = cluster.usable_gpus();
+    for (int i : order) {
+      const Job& j = snap.jobs[i];
+      int want = j.state == JobState::Running ? j.current_gpus
+                                              : std::clamp(j.requested_gpus, views[i].lo, views[i].hi);
+      if (!impossible[i].empty()) continue;
+      if (want <= left) {
+        counts[i] = want;
+        left -= want;
+        count_reason[i] = "requested size " + std::to_string(want);
+      } else {
+        count_reason[i] = "waits: " + std::to_string(want) + " GPUs requested, " +
+                          std::to_string(left) + " left after higher-priority jobs";
+      }
+    }
+  }
+
+  // 2. Where: running jobs that keep their size keep their GPUs (Slurm cannot move a job without
+  // a restart); the others are placed on what is left.
+  std::map<std::string, int> free_by_node;
+  for (const Node& nd : cluster.nodes) free_by_node[nd.name] = nd.usable();
+  std::vector<bool> frozen(n, false);
+  for (int i = 0; i < n; ++i) {
+    const Job& j = snap.jobs[i];
+    if (j.state != JobState::Running || counts[i] != j.current_gpus || j.gpus_by_node.empty())
+      continue;
+    bool fits = true;
+    for (const auto& [node, g] : j.gpus_by_node)
+      if (!cluster.find(node) || free_by_node[node] < g) fits = false;
+    if (!fits) continue;
+    frozen[i] = true;
+    std::vector<Placement> pl;
+    for (const auto& [node, g] : j.gpus_by_node) {
+      free_by_node[node] -= g;
+      pl.push_back(Placement{node, cluster.find(node)->gpu_type, g});
+    }
+    set_from_placement(plan.jobs[i], pl);
+    plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
+                                                  : count_reason[i];
+  }
+
+  bool hetero = config_.policy == Policy::Hetero || config_.policy == Policy::Combined;
+  std::vector<int> todo;
+  for (int i : order) {
+    if (!impossible[i].empty()) {
+      counts[i] = 0;
+      count_reason[i] = "cannot run: " + impossible[i];
+    }
+    if (!frozen[i] && counts[i] > 0) todo.push_back(i);
+  }
+
+  if (hetero && !todo.empty()) {
+    PlacementProblem pp;
+    pp.model = &model;
+    pp.costs = config_.costs;
+    pp.power_of_two = config_.power_of_two;
+    pp.cluster = cluster;
+    for (Node& nd : pp.cluster.nodes) nd.free_gpus = free_by_node[nd.name];
+    std::vector<int> seed;
+    std::vector<int> known_todo;
+    for (int i : todo) {
+      if (!views[i].known) continue;  // placed below by the simple rule
+      const Job& j = snap.jobs[i];
+      PlacementJob pj;
+      pj.model = j.model;
+      pj.remaining = j.remaining;
+      pj.min_gpus = j.elastic ? views[i].lo : counts[i];
+      pj.max_gpus = j.elastic ? std::max(views[i].hi, counts[i]) : counts[i];
+      if (config_.policy == Policy::Hetero) pj.min_gpus = pj.max_gpus = counts[i];
+      pj.allowed_types = views[i].types;
+      pj.allow_mixed = config_.allow_mixed_types;
+      pj.running = j.state == JobState::Running;
+      pj.current = j.gpus_by_node;
+      pp.jobs.push_back(pj);
+      seed.push_back(counts[i]);
+      known_todo.push_back(i);
+    }
+    if (!pp.jobs.empty()) {
+      PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
+      for (size_t k = 0; k < known_todo.size(); ++k) {
+        int i = known_todo[k];
+        const JobPlacement& jpl = pr.jobs[k];
+        std::vector<Placement> pl;
+        for (const auto& [node, g] : jpl.gpus_by_node) {
+          if (g <= 0) continue;
+          pl.push_back(Placement{node, cluster.find(node)->gpu_type, g});
+          free_by_node[node] -= g;
+        }
+        set_from_placement(plan.jobs[i], pl);
+        std::string how;
+        for (const auto& [t, g] : plan.jobs[i].gpus_by_type)
+          how += (how.empty() ? "" : " + ") + std::to_string(g) + "x " + t;
+        if (plan.jobs[i].runs) {
+          plan.jobs[i].reason = count_reason[i] + "; placed on " + how +
+                                (plan.jobs[i].gpus_by_type.size() > 1
+                                     ? " with the batch split by GPU speed"
+                                     : "") +
+                                " by the placement market (" +
+                                std::to_string(pr.categories_evaluated) + " categories)";
+        } else {
+          plan.jobs[i].reason = "waits: the placement market found no GPUs for it this round";
+        }
+      }
+    }
+  }
+
+  // Jobs not yet placed (policies without the market, unknown models): fastest allowed type
+  // that has room, else the next, else a mix of types when allowed.
+  for (int i : todo) {
+    JobPlan& jp = plan.jobs[i];
+    if (jp.runs || (hetero && views[i].known)) continue;
+    std::vector<Placement> pl;
+    bool placed = false;
+    // Rank the types at the size being placed: real curves cross (resnet50-b64 is fastest on
+    // v100 alone but on p100 at 4 GPUs in Gavel's measurements).
+    std::vector<std::string> types = views[i].types;
+    if (views[i].known)
+      std::stable_sort(types.begin(), types.end(), [&](const std::string& a, const std::string& b) {
+        return model.iters_per_s(snap.jobs[i].model, a, counts[i]) >
+               model.iters_per_s(snap.jobs[i].model, b, counts[i]);
+      });
+    for (const std::string& t : types)
+      if (take_gpus(free_by_node, cluster, t, counts[i], pl)) {
+        placed = true;
+        break;
+      }
+    if (!placed && config_.allow_mixed_types && views[i].known) {
+      int need = counts[i];
+      std::map<std::string, int> trial = free_by_node;
+      std::vector<Placement> mixed;
+      for (const std::string& t : types) {
+        int have = 0;
+        for (const Node& nd : cluster.nodes)
+          if (nd.gpu_type == t) have += trial[nd.name];
+        int k = std::min(need, have);
+        if (k > 0 && take_gpus(trial, cluster, t, k, mixed)) need -= k;
+      }
+      if (need == 0) {
+        free_by_node = trial;
+        pl = mixed;
+        placed = true;
+      }
+    }
+    if (placed) {
+      set_from_placement(jp, pl);
+      jp.reason = count_reason[i] + "; on " + pl.front().gpu_type +
+                  (views[i].known ? (views[i].predicted ? " (speed predicted from similar models)"
+                                                        : " (fastest allowed type with room)")
+                                  : " (no profile for this model: requested size)");
+    } else {
+      jp.reason = "waits: no room for " + std::to_string(counts[i]) + " GPUs of an allowed type";
+    }
+  }
+
+  // 3. Finish the per-job rows: speed, resize, SPB depth, order, reasons for waiting jobs.
+  bool contention = false;
+  for (int i = 0; i < n; ++i)
+    contention = contention || (!plan.jobs[i].runs && impossible[i].empty());
+  double objective = 0;
+  int rank = 0;
+  for (int i : order) {
+    const Job& j = snap.jobs[i];
+    JobPlan& jp = plan.jobs[i];
+    jp.order = rank++;
+    if (!jp.runs) {
+      if (jp.reason.empty()) jp.reason = count_reason[i].empty() ? "waits" : count_reason[i];
+      continue;
+    }
+    jp.predicted_iters_per_s = views[i].known ? model.iters_per_s_mixed(j.model, jp.gpus_by_type) : 0;
+    if (j.state == JobState::Running) {
+      jp.resize = !frozen[i] && (jp.gpus != j.current_gpus ||
+                                 jp.gpus_by_type != current_by_type(j, cluster));
+      if (!jp.resize && !frozen[i]) {
+        // Same shape on other nodes: keep where it is rather than restart it for nothing.
+        std::vector<Placement> pl;
+        for (const auto& [node, g] : j.gpus_by_node)
+          pl.push_back(Placement{node, cluster.find(node) ? cluster.find(node)->gpu_type : "", g});
+        jp.placement = pl;
+      }
+    }
+    if (config_.spb_packing && views[i].known) apply_spb(model, j, contention, jp);
+    if (jp.predicted_iters_per_s > 0) {
+      jp.predicted_finish_s = j.remaining / jp.predicted_iters_per_s +
+                              (jp.resize ? config_.costs.restart_s : 0.0);
+      objective += jp.predicted_finish_s;
+    }
+  }
+  plan.objective_s = objective;
+  plan.decision_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return plan;
+}
+
+std::string plan_to_json(const Plan& plan) {
+  json_t* root = json_object();
+  json_object_set_new(root, "policy", json_string(plan.policy.c_str()));
+  json_object_set_new(root, "objective_s", json_real(plan.objective_s));
+  json_object_set_new(root, "decision_ms", json_real(plan.decision_ms));
+  json_t* jobs = json_array();
+  for (const JobPlan& j : plan.jobs) {
+    json_t* o = json_object();
+    json_object_set_new(o, "job_id", json_string(j.job_id.c_str()));
+    json_object_set_new(o, "order", json_integer(j.order));
+    json_object_set_new(o, "runs", json_boolean(j.runs));
+    json_object_set_new(o, "gpus", json_integer(j.gpus));
+    json_t* bt = json_object();
+    for (const auto& [t, g] : j.gpus_by_type) json_object_set_new(bt, t.c_str(), json_integer(g));
+    json_object_set_new(o, "gpus_by_type", bt);
+    json_t* pl = json_array();
+    for (const Placement& p : j.placement) {
+      json_t* po = json_object();
+      json_object_set_new(po, "node", json_string(p.node.c_str()));
+      json_object_set_new(po, "gpu_type", json_string(p.gpu_type.c_str()));
+      json_object_set_new(po, "gpus", json_integer(p.gpus));
+      json_array_append_new(pl, po);
+    }
+    json_object_set_new(o, "placement", pl);
+    json_object_set_new(o, "resize", json_boolean(j.resize));
+    json_object_set_new(o, "spb_depth", json_real(j.spb_depth));
+    json_object_set_new(o, "predicted_iters_per_s", json_real(j.predicted_iters_per_s));
+    json_object_set_new(o, "predicted_finish_s", json_real(j.predicted_finish_s));
+    json_object_set_new(o, "reason", json_string(j.reason.c_str()));
+    json_array_append_new(jobs, o);
+  }
+  json_object_set_new(root, "jobs", jobs);
+  char* s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+  std::string out = s ? s : "{}";
+  free(s);
+  json_decref(root);
+  return out;
+}
+
+}  // namespace ringsched

@@ -1,0 +1,333 @@
+// The planner on the real Gavel profiles: one call, a snapshot in, a plan out.
+#include <cppunit/extensions/HelperMacros.h>
+#include <jansson.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ringsched/planner.h"
+#include "ringsched/similarity.h"
+#include "test_util.h"
+
+using namespace ringsched;
+
+namespace {
+
+const ProfileTable& gavel() {
+  static ProfileTable t = ProfileTable::load_csv(repo_file("data/profiles/gavel.csv"));
+  return t;
+}
+
+// 2 nodes x 4 GPUs of each Gavel type, like the local test cluster.
+Cluster small_cluster() {
+  Cluster c;
+  for (const char* t : {"v100", "p100", "k80"})
+    for (int i = 1; i <= 2; ++i) c.nodes.push_back(Node{std::string(t) + "-" + std::to_string(i), t, 4});
+  return c;
+}
+
+Job job(const std::string& id, const std::string& model, int min, int max, double remaining = 50000) {
+  Job j;
+  j.id = id;
+  j.user = "alice";
+  j.model = model;
+  j.iterations = j.remaining = remaining;
+  j.min_gpus = min;
+  j.max_gpus = max;
+  j.requested_gpus = min;
+  return j;
+}
+
+// The fastest type of `model` on n GPUs, from the measured table.
+std::string fastest(const std::string& model, int n) {
+  ThroughputModel m(gavel());
+  std::string best;
+  double v = 0;
+  for (const std::string& t : {"v100", "p100", "k80"})
+    if (m.iters_per_s(model, t, n) > v) {
+      v = m.iters_per_s(model, t, n);
+      best = t;
+    }
+  return best;
+}
+
+// The same cluster with one network speed inside and between nodes, so that a ring may span
+// nodes at no extra cost.
+Cluster flat_cluster() {
+  Cluster c = small_cluster();
+  for (Node& n : c.nodes) n.inter_gbps = n.intra_gbps;
+  return c;
+}
+
+void check_capacity(const Plan& p, const Cluster& c) {
+  std::map<std::string, int> used;
+  for (const JobPlan& j : p.jobs) {
+    int sum = 0;
+    for (const Placement& pl : j.placement) {
+      used[pl.node] += pl.gpus;
+      sum += pl.gpus;
+      CPPUNIT_ASSERT_MESSAGE(pl.node, c.find(pl.node) != nullptr);
+      CPPUNIT_ASSERT_EQUAL(c.find(pl.node)->gpu_type, pl.gpu_type);
+    }
+    CPPUNIT_ASSERT_EQUAL(j.gpus, sum);
+    CPPUNIT_ASSERT_EQUAL(j.runs, j.gpus > 0);
+  }
+  for (const auto& [node, g] : used)
+    CPPUNIT_ASSERT_MESSAGE(node + " over-allocated", g <= c.find(node)->usable());
+}
+
+void make_running(Job& j, const JobPlan& jp, double now) {
+  j.state = JobState::Running;
+  j.current_gpus = jp.gpus;
+  j.gpus_by_node.clear();
+  for (const Placement& p : jp.placement) j.gpus_by_node[p.node] += p.gpus;
+  j.current_type = jp.gpus_by_type.size() == 1 ? jp.gpus_by_type.begin()->first : "";
+  j.last_resize_s = now;
+}
+
+}  // namespace
+
+class PlannerTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(PlannerTest);
+  CPPUNIT_TEST(fastestTypeWhenFree);
+  CPPUNIT_TEST(idleClusterGrowsElasticJob);
+  CPPUNIT_TEST(arrivalShrinksElasticJob);
+  CPPUNIT_TEST(hysteresisKeepsRecentlyResizedJob);
+  CPPUNIT_TEST(staticPolicyKeepsRequestedSizes);
+  CPPUNIT_TEST(impossibleJobWaitsWithReason);
+  CPPUNIT_TEST(neverOverAllocatesOnAnyPolicy);
+  CPPUNIT_TEST(deterministicForSameSeed);
+  CPPUNIT_TEST(orderPutsShortJobsFirst);
+  CPPUNIT_TEST(unseenModelUsesSimilarity);
+  CPPUNIT_TEST(jsonHasEveryField);
+  CPPUNIT_TEST(invalidSnapshotThrows);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void fastestTypeWhenFree() {
+    for (const std::string model : {"resnet50-b64", "transformer-b128", "lm-b20"}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.jobs = {job("1", model, 4, 4)};
+      s.jobs[0].elastic = false;
+      s.jobs[0].requested_gpus = 4;
+      for (Policy pol : {Policy::Static, Policy::Hetero, Policy::Combined}) {
+        PlannerConfig cfg;
+        cfg.policy = pol;
+        Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+        const JobPlan& jp = p.jobs[0];
+        CPPUNIT_ASSERT_MESSAGE(model + " " + policy_name(pol) + ": " + jp.reason, jp.runs);
+        CPPUNIT_ASSERT_EQUAL(4, jp.gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model + " " + policy_name(pol) + ": " + jp.reason,
+                                     4, jp.gpus_by_type.count(fastest(model, 4)) ? jp.gpus_by_type.at(fastest(model, 4)) : 0);
+        CPPUNIT_ASSERT(jp.predicted_iters_per_s > 0);
+        CPPUNIT_ASSERT(!jp.reason.empty());
+      }
+    }
+  }
+
+  void idleClusterGrowsElasticJob() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 8, 1e6)};
+    for (Policy pol : {Policy::Doubling, Policy::Combined}) {
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      CPPUNIT_ASSERT_MESSAGE(std::string(policy_name(pol)) + ": " + p.jobs[0].reason, p.jobs[0].gpus > 1);
+      CPPUNIT_ASSERT(is_power_of_two(p.jobs[0].gpus));
+      CPPUNIT_ASSERT(p.jobs[0].gpus <= 8);
+    }
+  }
+
+  void arrivalShrinksElasticJob() {
+    // One elastic job grows over the idle cluster; then enough new jobs arrive that they could
+    // not all start unless it gives GPUs back.
+    Snapshot s;
+    s.cluster = flat_cluster();
+    s.now_s = 0;
+    s.jobs = {job("big", "resnet50-b64", 1, 16, 1e6)};
+    PlannerConfig cfg;
+    cfg.costs.min_interval_s = 60;
+    Planner planner(ThroughputModel(gavel()), cfg);
+    Plan p1 = planner.plan(s);
+    int grown = p1.jobs[0].gpus;
+    CPPUNIT_ASSERT_MESSAGE(p1.jobs[0].reason, grown >= 8);
+    make_running(s.jobs[0], p1.jobs[0], 0);
+    s.now_s = 3600;
+    int total = s.cluster.total_gpus();
+    for (int k = 0; k < total - grown + 2; ++k) {
+      // Long enough that making them wait for the big job costs more than shrinking it.
+      Job j = job("new" + std::to_string(k), "resnet18-b64", 1, 1, 2e5);
+      j.submit_s = 3600;
+      s.jobs.push_back(j);
+    }
+    Plan p2 = planner.plan(s);
+    check_capacity(p2, s.cluster);
+    const JobPlan* big = p2.find("big");
+    CPPUNIT_ASSERT_MESSAGE(big->reason, big->gpus < grown);
+    CPPUNIT_ASSERT(big->resize);
+    int started = 0;
+    for (const JobPlan& jp : p2.jobs) started += jp.job_id != "big" && jp.runs;
+    CPPUNIT_ASSERT(started > total - grown);
+  }
+
+  void hysteresisKeepsRecentlyResizedJob() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 16, 1e6)};
+    PlannerConfig cfg;
+    cfg.costs.min_interval_s = 600;
+    Planner planner(ThroughputModel(gavel()), cfg);
+    // It runs on 2 GPUs, resized a minute ago: the idle cluster must not grow it yet.
+    Plan p0 = planner.plan(s);
+    JobPlan two = p0.jobs[0];
+    two.placement = {Placement{"v100-1", "v100", 2}};
+    two.gpus = 2;
+    two.gpus_by_type = {{"v100", 2}};
+    make_running(s.jobs[0], two, 0);
+    s.now_s = 60;
+    Plan p1 = planner.plan(s);
+    CPPUNIT_ASSERT_MESSAGE(p1.jobs[0].reason, !p1.jobs[0].resize);
+    CPPUNIT_ASSERT_EQUAL(2, p1.jobs[0].gpus);
+    CPPUNIT_ASSERT_EQUAL(std::string("v100-1"), p1.jobs[0].placement.at(0).node);
+    s.now_s = 10000;
+    Plan p2 = planner.plan(s);
+    CPPUNIT_ASSERT_MESSAGE(p2.jobs[0].reason, p2.jobs[0].resize && p2.jobs[0].gpus > 2);
+  }
+
+  void staticPolicyKeepsRequestedSizes() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 16), job("2", "lm-b20", 2, 8)};
+    s.jobs[0].requested_gpus = 4;
+    s.jobs[1].requested_gpus = 2;
+    PlannerConfig cfg;
+    cfg.policy = Policy::Static;
+    Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+    CPPUNIT_ASSERT_EQUAL(4, p.jobs[0].gpus);
+    CPPUNIT_ASSERT_EQUAL(2, p.jobs[1].gpus);
+  }
+
+  void impossibleJobWaitsWithReason() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 4), job("2", "resnet50-b64", 1, 4)};
+    s.jobs[0].allowed_types = {"h100"};
+    s.jobs[1].min_gpus = s.jobs[1].max_gpus = 64;
+    Plan p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
+    CPPUNIT_ASSERT(!p.jobs[0].runs);
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[0].reason, contains(p.jobs[0].reason, "h100"));
+    CPPUNIT_ASSERT(!p.jobs[1].runs);
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[1].reason, contains(p.jobs[1].reason, "cannot run"));
+  }
+
+  void neverOverAllocatesOnAnyPolicy() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.cluster.nodes[0].free_gpus = 1;  // others hold 3 of v100-1
+    const char* models[] = {"resnet50-b64", "transformer-b128", "lm-b20", "a3c", "cyclegan",
+                            "recommendation-b1024", "resnet18-b16"};
+    for (int k = 0; k < 14; ++k) {
+      Job j = job(std::to_string(k), models[k % 7], 1, 1 << (k % 4), 1000.0 * (k + 1));
+      j.elastic = k % 3 != 0;
+      j.requested_gpus = 1 << (k % 3);
+      s.jobs.push_back(j);
+    }
+    for (Policy pol : {Policy::Static, Policy::Doubling, Policy::Hetero, Policy::Combined}) {
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      int ran = 0;
+      for (const JobPlan& jp : p.jobs) ran += jp.runs;
+      CPPUNIT_ASSERT_MESSAGE(policy_name(pol), ran > 0);
+    }
+  }
+
+  void deterministicForSameSeed() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    for (int k = 0; k < 10; ++k) s.jobs.push_back(job(std::to_string(k), k % 2 ? "lm-b20" : "resnet50-b64", 1, 8, 5000.0 * (k + 1)));
+    PlannerConfig cfg;
+    cfg.seed = 42;
+    Planner a(ThroughputModel(gavel()), cfg), b(ThroughputModel(gavel()), cfg);
+    Plan pa = a.plan(s), pb = b.plan(s);
+    pa.decision_ms = pb.decision_ms = 0;
+    CPPUNIT_ASSERT_EQUAL(plan_to_json(pa), plan_to_json(pb));
+  }
+
+  void orderPutsShortJobsFirst() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("long", "resnet50-b64", 1, 1, 1e6), job("short", "resnet50-b64", 1, 1, 100)};
+    Plan p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
+    CPPUNIT_ASSERT(p.find("short")->order < p.find("long")->order);
+    s.jobs[0].priority_boost = 1;
+    p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
+    CPPUNIT_ASSERT(p.find("long")->order < p.find("short")->order);
+  }
+
+  void unseenModelUsesSimilarity() {
+    // Hold every ResNet-50 variant out of the profiles; similarity must still run it on the type
+    // ResNet-50 is really fastest on.
+    ProfileTable held;
+    for (const ProfilePoint& pt : gavel().points())
+      if (pt.model.rfind("resnet50", 0) != 0) held.add(pt);
+    FeatureTable features = FeatureTable::load_csv(repo_file("data/model_features.csv"));
+    SimilarityConfig sc;
+    auto sim = std::make_shared<SimilarityModel>(features, held, sc);
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 4, 4)};
+    s.jobs[0].elastic = false;
+    s.jobs[0].requested_gpus = 4;
+    Planner planner{ThroughputModel(held), PlannerConfig()};
+    planner.set_similarity(sim);
+    Plan p = planner.plan(s);
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[0].reason, p.jobs[0].runs);
+    // Similarity predicts one-GPU speed ratios: the job goes to the type ResNet-50 is really
+    // fastest on alone, and never to the slowest.
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[0].reason, p.jobs[0].gpus_by_type.count(fastest("resnet50-b64", 1)));
+    CPPUNIT_ASSERT(!p.jobs[0].gpus_by_type.count("k80"));
+    CPPUNIT_ASSERT(p.jobs[0].predicted_iters_per_s > 0);
+    // Without similarity the job still runs, at its requested size.
+    Plan q = Planner(ThroughputModel(held), PlannerConfig()).plan(s);
+    CPPUNIT_ASSERT_MESSAGE(q.jobs[0].reason, q.jobs[0].runs && q.jobs[0].gpus == 4);
+    CPPUNIT_ASSERT(contains(q.jobs[0].reason, "no profile"));
+  }
+
+  void jsonHasEveryField() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 4), job("2", "a3c", 1, 2)};
+    Plan p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
+    json_error_t err;
+    json_t* root = json_loads(plan_to_json(p).c_str(), 0, &err);
+    CPPUNIT_ASSERT_MESSAGE(err.text, root != nullptr);
+    CPPUNIT_ASSERT_EQUAL(std::string("combined"), std::string(json_string_value(json_object_get(root, "policy"))));
+    json_t* jobs = json_object_get(root, "jobs");
+    CPPUNIT_ASSERT_EQUAL(size_t(2), json_array_size(jobs));
+    for (const char* key : {"job_id", "order", "runs", "gpus", "gpus_by_type", "placement", "resize",
+                            "spb_depth", "predicted_iters_per_s", "predicted_finish_s", "reason"})
+      CPPUNIT_ASSERT_MESSAGE(key, json_object_get(json_array_get(jobs, 0), key) != nullptr);
+    json_decref(root);
+  }
+
+  void invalidSnapshotThrows() {
+    Snapshot s;
+    s.jobs = {job("1", "resnet50-b64", 1, 4)};
+    Planner planner{ThroughputModel(gavel()), PlannerConfig()};
+    CPPUNIT_ASSERT(contains(error_of([&] { planner.plan(s); }), "no nodes"));
+    s.cluster = small_cluster();
+    s.jobs.push_back(job("1", "lm-b20", 1, 2));
+    CPPUNIT_ASSERT(contains(error_of([&] { planner.plan(s); }), "listed twice"));
+    s.jobs.pop_back();
+    s.jobs[0].max_gpus = 0;
+    CPPUNIT_ASSERT(contains(error_of([&] { planner.plan(s); }), "job 1"));
+    CPPUNIT_ASSERT(contains(error_of([] { parse_policy("fastest"); }), "fastest"));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(PlannerTest);
