@@ -112,6 +112,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testFastestTypeWhenFree);
   CPPUNIT_TEST(testFixedJobGetsItsWholeCount);
   CPPUNIT_TEST(testElasticGrowsThenShrinks);
+  CPPUNIT_TEST(testElasticGrowsThenShrinksDoubling);
   CPPUNIT_TEST(testOrderingFollowsPlan);
   CPPUNIT_TEST(testCliExplainsJobs);
   CPPUNIT_TEST(testSurvivesBadConfig);
@@ -193,6 +194,20 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(nodes + " vs " + tres, tres.find(nodes.substr(0, nodes.find('-'))) != std::string::npos);
   }
 
+  void testElasticGrowsThenShrinksDoubling() {
+    cluster().write_ringsched_conf("Policy=doubling\n");
+    cluster().run("scontrol reconfigure");
+    try {
+      testElasticGrowsThenShrinks();
+    } catch (...) {
+      cluster().write_ringsched_conf("");
+      cluster().run("scontrol reconfigure");
+      throw;
+    }
+    cluster().write_ringsched_conf("");
+    cluster().run("scontrol reconfigure");
+  }
+
   void testElasticGrowsThenShrinks() {
     // v100-2 and half of v100-1 held by ordinary jobs: the elastic job starts on 2 GPUs of v100-1.
     const unsigned far = cluster().submit("--gres=gpu:v100:4 -w v100-2 --wrap 'sleep 300'");
@@ -204,7 +219,8 @@ class SlurmClusterTest : public CppUnit::TestFixture {
                                         std::string(kTrapScript), &out);
     CPPUNIT_ASSERT_MESSAGE(out, e > 0);
     CPPUNIT_ASSERT(wait_state(e, "RUNNING", 20));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:2"), cluster().job_field(e, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE("the planner should start the job on the 2 free v100s of v100-1",
+                                 std::string("gres:gpu:v100:2"), cluster().job_field(e, "TresPerNode"));
     const std::string id = std::to_string(e);
     // The rest of its node frees up: the plan grows the job and records the request on it.
     cluster().run("scancel " + std::to_string(near));

@@ -134,6 +134,21 @@ class PlanningThread {
 
 PlanningThread* g_thread = nullptr;
 
+void restore_shape(const RingJobRecord& r, const ringsched::Cluster& cluster) {
+  if (r.shape.type.empty() || r.shape.gpus <= 0) return;
+  const ringsched::NodeSpread spread = ringsched::spread_gpus(cluster, r.shape.type, r.shape.gpus);
+  if (spread.nodes == 0) return;
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  desc.job_id = r.id;
+  const std::string tres = ringsched::gpu_tres_per_node(r.shape.type, spread.per_node);
+  desc.tres_per_node = const_cast<char*>(tres.c_str());
+  desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(spread.nodes);
+  if (slurm_update_job(&desc) != SLURM_SUCCESS)
+    error("priority/ringsched: job %u: restoring %d x %s failed: %s", r.id, r.shape.gpus,
+          r.shape.type.c_str(), slurm_strerror(slurm_get_errno()));
+}
+
 const ringsched::Job* find_job(const ringsched::Snapshot& snap, const std::string& id) {
   for (const auto& j : snap.jobs)
     if (j.id == id) return &j;
@@ -297,10 +312,13 @@ void PlanningThread::round() {
       const std::string tres = ringsched::gpu_tres_per_node(type, spread.per_node);
       desc.tres_per_node = const_cast<char*>(tres.c_str());
       desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(spread.nodes);
-      if (slurm_update_job(&desc) != SLURM_SUCCESS)
+      if (slurm_update_job(&desc) != SLURM_SUCCESS) {
         info("priority/ringsched: job %u: reshaping to %d x %s failed: %s", r.id, gpus, type.c_str(),
              slurm_strerror(slurm_get_errno()));
-      else
+        // A failed multi-field update is not atomic in Slurm: put the old shape back so that a
+        // half-applied change cannot leave the job in BadConstraints.
+        restore_shape(r, snap.cluster);
+      } else
         info("priority/ringsched: job %u reshaped %d x %s -> %d x %s (%s)", r.id, r.shape.gpus,
              r.shape.type.c_str(), gpus, type.c_str(), jp.reason.c_str());
     } else if (jp.resize && engine->conf().resize_running && r.request.is_elastic()) {
