@@ -383,12 +383,15 @@ class DoublingRound {
       for (const Change& c : shrinks) options_of[c.job].push_back(&c);
       std::vector<std::pair<int, int>> many_moves;  // (job, size) of each donor of the best move
       int many_grow = -1;
+      double work_left = 2e7;  // knapsack cells per round of moves, so large rounds stay fast
       for (size_t j = 0; j < n; ++j) {
         long need_max = 0;
         for (const Change& g : grows)
           if (g.job == static_cast<int>(j)) need_max = std::max<long>(need_max, -g.release - a.free);
         if (need_max <= 0) continue;
-        if (static_cast<double>(shrinks.size()) * (need_max + 1) > 2e6) continue;
+        double work = static_cast<double>(shrinks.size()) * (need_max + 1);
+        if (work > work_left) continue;
+        work_left -= work;
         int cap_n = static_cast<int>(need_max);
         // least[x]: least loss freeing x GPUs (x = cap_n: at least cap_n), over the donors so far.
         std::vector<double> least(cap_n + 1, kInf);
