@@ -17,9 +17,9 @@ double spb_speedup(double depth) {
   return 3.0 / (1.0 + 2.0 * depth);
 }
 
-double SimJob::expected_finish_s() const {
+double SimJob::expected_finish_s(double now_s) const {
   if (state != SimJobState::Running || !(speed > 0)) return std::numeric_limits<double>::infinity();
-  return resume_s + remaining / speed;
+  return std::max(now_s, resume_s) + remaining / speed;
 }
 
 Engine::Engine(const ringsched::Cluster& cluster, const Trace& trace, const ringsched::ThroughputModel& truth,
@@ -259,6 +259,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
     const bool round_due = now >= next_round - 1e-9 && (policy.periodic() || !config_.plan_on_events);
     if ((event && config_.plan_on_events) || round_due) {
       view.now_s = now;
+      view.event = event;
       out.assign(view.active.size(), Allocation());
       auto d0 = clock::now();
       policy.decide(view, out);

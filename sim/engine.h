@@ -38,7 +38,7 @@ struct SimJob {
   int restarts = 0;
   int max_gpus_seen = 0;
   // Expected completion at the current speed, for policies that estimate (backfill).
-  double expected_finish_s() const;
+  double expected_finish_s(double now_s) const;
 };
 
 // One decision for one job: where it runs. Empty gpus_by_node: it waits (or is preempted).
@@ -54,6 +54,7 @@ struct SimView {
   const ringsched::ThroughputModel* model = nullptr;  // what the policy may know
   const std::vector<SimJob>* jobs = nullptr;
   std::vector<int> active;  // indices of Pending and Running jobs, in submit order
+  bool event = true;        // an arrival or completion since the previous decision
   const SimJob& job(int i) const { return (*jobs)[i]; }
 };
 

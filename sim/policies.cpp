@@ -103,7 +103,7 @@ class FifoBackfill : public SchedulingPolicy {
       if (j.state == SimJobState::Running) {
         out[k].gpus_by_node = j.alloc;
         fm.take(j.alloc);
-        ends.emplace_back(j.expected_finish_s(), j.gpus);
+        ends.emplace_back(j.expected_finish_s(v.now_s), j.gpus);
       }
     }
     bool blocked = false;
@@ -112,6 +112,7 @@ class FifoBackfill : public SchedulingPolicy {
     for (size_t k = 0; k < v.active.size(); ++k) {
       const SimJob& j = v.job(v.active[k]);
       if (j.state == SimJobState::Running) continue;
+      if (fm.free_of({}) == 0) break;  // nothing more can start (the common case in a long queue)
       const int n = j.spec->gpus;
       if (blocked && fm.free_of(j.allowed_types) < n) continue;
       // Run-time estimate: remaining work at the blended speed.
@@ -148,11 +149,25 @@ class TiresiasLas : public SchedulingPolicy {
  public:
   std::string name() const override { return "tiresias"; }
   void decide(const SimView& v, std::vector<Allocation>& out) override {
-    static const double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds
+    // Pending jobs' service does not change between events: without an event, the order changes
+    // only if a running job crossed into a lower queue. Then the previous decision stands.
+    if (!v.event) {
+      bool crossed = false;
+      for (int i : v.active) {
+        const SimJob& j = v.job(i);
+        if (j.state == SimJobState::Running && queue_of(j.attained_gpu_s) != queue_at_start(j)) crossed = true;
+      }
+      if (!crossed) {
+        for (size_t k = 0; k < v.active.size(); ++k) {
+          out[k].proportional_split = false;
+          out[k].gpus_by_node = v.job(v.active[k]).alloc;
+        }
+        return;
+      }
+    }
     std::vector<std::pair<int, size_t>> order;
     for (size_t k = 0; k < v.active.size(); ++k) {
-      double a = v.job(v.active[k]).attained_gpu_s;
-      int q = a < kThresholds[0] ? 0 : a < kThresholds[1] ? 1 : 2;
+      int q = queue_of(v.job(v.active[k]).attained_gpu_s);
       order.emplace_back(q, k);  // k is submit order inside a queue
     }
     std::stable_sort(order.begin(), order.end(),
@@ -180,7 +195,23 @@ class TiresiasLas : public SchedulingPolicy {
       if (chosen[o.second] && j.state != SimJobState::Running)
         out[o.second].gpus_by_node = fm.place(j.spec->gpus, j.allowed_types);
     }
+    queue_when_decided_.clear();
+    for (size_t k = 0; k < v.active.size(); ++k) {
+      const SimJob& j = v.job(v.active[k]);
+      if (!out[k].gpus_by_node.empty()) queue_when_decided_[j.spec] = queue_of(j.attained_gpu_s);
+    }
   }
+
+ private:
+  static int queue_of(double attained_gpu_s) {
+    static const double kThresholds[] = {3600.0, 36000.0};  // GPU-seconds: 1 and 10 GPU-hours
+    return attained_gpu_s < kThresholds[0] ? 0 : attained_gpu_s < kThresholds[1] ? 1 : 2;
+  }
+  int queue_at_start(const SimJob& j) const {
+    auto it = queue_when_decided_.find(j.spec);
+    return it == queue_when_decided_.end() ? -1 : it->second;
+  }
+  std::map<const TraceJob*, int> queue_when_decided_;  // queue of each job it let run
 };
 
 // ---- optimus ---------------------------------------------------------------------------------
@@ -289,6 +320,7 @@ class BestTypeFirst : public SchedulingPolicy {
     for (size_t k = 0; k < v.active.size(); ++k) {
       const SimJob& j = v.job(v.active[k]);
       if (j.state == SimJobState::Running) continue;
+      if (fm.free_of({}) == 0) break;
       const int n = j.spec->gpus;
       if (fm.free_of(j.allowed_types) < n) continue;
       std::vector<std::pair<double, std::string>> types;

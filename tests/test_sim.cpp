@@ -1,0 +1,350 @@
+// ringsim: importers on the real data and on bad rows, engine invariants, a FIFO run whose JCTs
+// are computed by hand, the restart cost of a resize, and determinism.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "engine.h"
+#include "policies.h"
+#include "ringsched/csv.h"
+#include "ringsched/importers.h"
+#include "test_util.h"
+#include "trace.h"
+
+using namespace ringsim;
+using ringsched::InputError;
+using ringsched_test::TempDir;
+using ringsched_test::contains;
+using ringsched_test::shared_data;
+using ringsched_test::repo_file;
+
+namespace {
+
+// Linear speeds on one type "x": v(n) = n iterations/s at n = 1, 2, 4 (measured points win).
+const char kLinearProfile[] =
+    "model,gpu_type,num_gpus,global_batch,iters_per_s\n"
+    "m,x,1,32,1\nm,x,2,32,2\nm,x,4,32,4\n";
+
+// The InputError `f` throws (where and line); fails the test if it throws none.
+InputError input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e;
+  }
+  CPPUNIT_FAIL("expected an InputError");
+  return InputError("unreachable");
+}
+
+// Gives one job 2 GPUs, then 4 from the first planning round at or after 20 s.
+class GrowOnce : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "grow-once"; }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    for (size_t k = 0; k < v.active.size(); ++k) out[k].gpus_by_node["n0"] = v.now_s >= 20 ? 4 : 2;
+  }
+};
+
+}  // namespace
+
+class SimTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(SimTest);
+  CPPUNIT_TEST(testGavelTraceImport);
+  CPPUNIT_TEST(testDurationImportItp);
+  CPPUNIT_TEST(testDurationImportSeeded);
+  CPPUNIT_TEST(testSacctImport);
+  CPPUNIT_TEST(testBadTraceRows);
+  CPPUNIT_TEST(testTraceRoundTrip);
+  CPPUNIT_TEST(testFifoHandChecked);
+  CPPUNIT_TEST(testRestartCostPerResize);
+  CPPUNIT_TEST(testEngineInvariantsAllPolicies);
+  CPPUNIT_TEST(testDeterminism);
+  CPPUNIT_TEST(testUnknownPolicy);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void testGavelTraceImport() {
+    ImportOptions o;
+    ImportReport r;
+    Trace t = import_gavel_trace(shared_data("gavel/philly_vc_jobs_seed0.csv"), o, &r);
+    CPPUNIT_ASSERT_EQUAL(15264, r.rows);
+    CPPUNIT_ASSERT_EQUAL(size_t(15264), t.jobs.size());
+    CPPUNIT_ASSERT_EQUAL(0, r.skipped);
+    for (size_t i = 1; i < t.jobs.size(); ++i) CPPUNIT_ASSERT(t.jobs[i - 1].submit_s <= t.jobs[i].submit_s);
+    // Line 2 of the file: Transformer (batch size 128), 95121 steps, 1 GPU, arrival 0.
+    bool found = false;
+    for (const TraceJob& j : t.jobs)
+      if (j.id == "g2") {
+        found = true;
+        CPPUNIT_ASSERT_EQUAL(std::string("transformer-b128"), j.model);
+        CPPUNIT_ASSERT_EQUAL(95121.0, j.iterations);
+        CPPUNIT_ASSERT_EQUAL(1, j.gpus);
+        CPPUNIT_ASSERT(j.elastic && j.min_gpus == 1 && j.max_gpus == 32);
+      }
+    CPPUNIT_ASSERT(found);
+    // Every model of the trace has a profile in the committed Gavel table.
+    ringsched::ProfileTable table = ringsched::ProfileTable::load_csv(repo_file("data/profiles/gavel.csv"));
+    for (const TraceJob& j : t.jobs) CPPUNIT_ASSERT_MESSAGE(j.model, table.has(j.model));
+  }
+
+  void testDurationImportItp() {
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+    ImportOptions o;
+    o.ref_type = "v100";
+    o.seed = 7;
+    ImportReport r;
+    std::string path = shared_data("itp/cluster01.csv");
+    Trace t = import_duration_trace(path, tm, o, &r);
+    CPPUNIT_ASSERT_EQUAL(r.rows, static_cast<int>(t.jobs.size()) + r.skipped);
+    CPPUNIT_ASSERT(t.jobs.size() > 1000);
+    CPPUNIT_ASSERT_EQUAL(0.0, t.jobs.front().submit_s);
+    // Iterations are the row's duration times the drawn model's speed on v100 at its size.
+    ringsched::CsvFile f = ringsched::CsvFile::read(path);
+    const ringsched::CsvRow& row = f.rows()[0];
+    const TraceJob* j = nullptr;
+    for (const TraceJob& x : t.jobs)
+      if (x.id == f.str(row, 0)) j = &x;
+    CPPUNIT_ASSERT(j);
+    double want = f.number(row, 2) * tm.iters_per_s(j->model, "v100", j->gpus);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(std::round(want), j->iterations, 0.5);
+    CPPUNIT_ASSERT_EQUAL(static_cast<int>(f.integer(row, 3)), j->gpus);
+  }
+
+  void testDurationImportSeeded() {
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(repo_file("data/profiles/elasticflow.csv")));
+    ImportOptions o;
+    o.ref_type = "a100";
+    o.jobs_per_hour = 20;
+    o.limit = 300;
+    std::string path = shared_data("gavel/philly_job_distribution.csv");
+    Trace a = import_duration_trace(path, tm, o, nullptr);
+    Trace b = import_duration_trace(path, tm, o, nullptr);
+    o.seed = 2;
+    Trace c = import_duration_trace(path, tm, o, nullptr);
+    CPPUNIT_ASSERT_EQUAL(size_t(300), a.jobs.size());
+    bool differs = false;
+    for (size_t i = 0; i < a.jobs.size(); ++i) {
+      CPPUNIT_ASSERT_EQUAL(a.jobs[i].model, b.jobs[i].model);
+      CPPUNIT_ASSERT_EQUAL(a.jobs[i].submit_s, b.jobs[i].submit_s);
+      if (a.jobs[i].model != c.jobs[i].model) differs = true;
+    }
+    CPPUNIT_ASSERT(differs);
+    // About 20 jobs an hour: 300 arrivals in roughly 15 hours.
+    double hours = a.jobs.back().submit_s / 3600;
+    CPPUNIT_ASSERT(hours > 10 && hours < 20);
+  }
+
+  void testSacctImport() {
+    TempDir d;
+    std::string p = d.write("sacct.txt",
+                            "JobID|User|Submit|Start|End|State|AllocTRES\n"
+                            "101|ann|2024-03-01T10:00:00|2024-03-01T10:00:10|2024-03-01T11:00:10|COMPLETED|"
+                            "billing=8,cpu=8,gres/gpu:v100=4,gres/gpu=4,mem=32G,node=1\n"
+                            "101.batch|ann|2024-03-01T10:00:00|2024-03-01T10:00:10|2024-03-01T11:00:10|COMPLETED|"
+                            "cpu=8,gres/gpu=4\n"
+                            "102|bob|2024-03-01T09:00:00|2024-03-01T09:30:00|2024-03-01T10:30:00|COMPLETED|"
+                            "cpu=2,gres/gpu=2\n"
+                            "103|bob|2024-03-01T12:00:00|Unknown|Unknown|PENDING|cpu=2,gres/gpu=2\n"
+                            "104|eve|2024-03-01T12:00:00|2024-03-01T12:00:00|2024-03-01T12:10:00|COMPLETED|cpu=2\n");
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+    ImportOptions o;
+    o.ref_type = "k80";
+    ImportReport r;
+    Trace t = import_sacct(p, tm, o, &r);
+    CPPUNIT_ASSERT_EQUAL(size_t(2), t.jobs.size());
+    CPPUNIT_ASSERT_EQUAL(3, r.skipped);
+    CPPUNIT_ASSERT(contains(r.skipped_why, "job steps") && contains(r.skipped_why, "no GPUs"));
+    // Sorted by submit: 102 (09:00) first at time 0, then 101 an hour later.
+    CPPUNIT_ASSERT_EQUAL(std::string("102"), t.jobs[0].id);
+    CPPUNIT_ASSERT_EQUAL(3600.0, t.jobs[1].submit_s);
+    CPPUNIT_ASSERT_EQUAL(4, t.jobs[1].gpus);
+    CPPUNIT_ASSERT_EQUAL(std::string("ann"), t.jobs[1].user);
+    // Job 101 ran 3600 s on v100 (the typed TRES), not on the reference k80.
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(std::round(3600 * tm.iters_per_s(t.jobs[1].model, "v100", 4)), t.jobs[1].iterations,
+                                 0.5);
+    std::string bad = d.write("bad.txt",
+                              "JobID|Submit|Start|End|AllocTRES\n"
+                              "1|2024-03-01T10:00:00|2024-03-01T10:00:00|2024-03-01T10:01:00|gres/gpu=2\n"
+                              "2|2024-03-01T10:00:00|2024-03-01T10:00:00|2024-03-01T10:01:00|gres/gpu=lots\n");
+    InputError e = input_error_of([&] { import_sacct(bad, tm, o, nullptr); });
+    CPPUNIT_ASSERT_EQUAL(bad, e.where());
+    CPPUNIT_ASSERT_EQUAL(3, e.line());
+  }
+
+  void testBadTraceRows() {
+    TempDir d;
+    const std::string head = "job_id,submit_s,model,gpus,iterations\n";
+    struct Case { std::string body; int line; std::string what; };
+    const Case cases[] = {
+        {"a,0,m,1,10\nb,5,m,1,10\nc,3,m,1,10\n", 4, "sorted"},
+        {"a,0,m,1,10\nb,5,m,1,-10\n", 3, "iterations"},
+        {"a,-1,m,1,10\n", 2, "negative"},
+        {"a,0,m,0,10\n", 2, "gpus"},
+        {"a,0,m,1,10\na,1,m,1,10\n", 3, "repeats"},
+        {"a,0,m,1,ten\n", 2, "iterations"},
+    };
+    for (const Case& c : cases) {
+      std::string p = d.write("t.csv", head + c.body);
+      InputError e = input_error_of([&] { Trace::load_csv(p); });
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(c.body, p, e.where());
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(c.body, c.line, e.line());
+      CPPUNIT_ASSERT_MESSAGE(std::string(e.what()) + " lacks " + c.what, contains(e.what(), c.what));
+    }
+    // Unknown model and a job larger than the cluster: the engine names the trace line.
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
+    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
+    Trace unknown = Trace::load_csv(d.write("u.csv", head + "a,0,m,1,10\nb,1,nosuch,1,10\n"));
+    InputError e1 = input_error_of([&] { Engine(cl, unknown, tm, SimConfig()); });
+    CPPUNIT_ASSERT_EQUAL(3, e1.line());
+    CPPUNIT_ASSERT(contains(e1.what(), "nosuch"));
+    Trace big = Trace::load_csv(d.write("b.csv", head + "a,0,m,8,10\n"));
+    InputError e2 = input_error_of([&] { Engine(cl, big, tm, SimConfig()); });
+    CPPUNIT_ASSERT_EQUAL(2, e2.line());
+    CPPUNIT_ASSERT(contains(e2.what(), "8 GPUs"));
+    // Bad rows in the public trace format: file and line.
+    std::string g = d.write("g.csv", "vc,job_type,total_steps,arrival_time_s,scale_factor\n"
+                                     "v,ResNet-18 (batch size 16),100,0,1\nv,ResNet-18 (batch size 16),100,1,-2\n");
+    InputError e3 = input_error_of([&] { import_gavel_trace(g, ImportOptions(), nullptr); });
+    CPPUNIT_ASSERT_EQUAL(g, e3.where());
+    CPPUNIT_ASSERT_EQUAL(3, e3.line());
+  }
+
+  void testTraceRoundTrip() {
+    TempDir d;
+    ImportOptions o;
+    o.limit = 50;
+    o.spb_fraction = 0.5;
+    Trace t = import_gavel_trace(shared_data("gavel/philly_vc_jobs_seed0.csv"), o, nullptr);
+    std::string p = d.path() + "/t.csv";
+    t.save_csv(p);
+    Trace u = Trace::load_csv(p);
+    CPPUNIT_ASSERT_EQUAL(t.jobs.size(), u.jobs.size());
+    int spb = 0;
+    for (size_t i = 0; i < t.jobs.size(); ++i) {
+      CPPUNIT_ASSERT_EQUAL(t.jobs[i].id, u.jobs[i].id);
+      CPPUNIT_ASSERT_EQUAL(t.jobs[i].model, u.jobs[i].model);
+      CPPUNIT_ASSERT_EQUAL(t.jobs[i].iterations, u.jobs[i].iterations);
+      CPPUNIT_ASSERT_EQUAL(t.jobs[i].max_gpus, u.jobs[i].max_gpus);
+      CPPUNIT_ASSERT_EQUAL(t.jobs[i].spb, u.jobs[i].spb);
+      spb += u.jobs[i].spb;
+    }
+    CPPUNIT_ASSERT(spb > 5 && spb < 45);
+  }
+
+  // One node of 4 GPUs of type x, v(n) = n. By hand (FIFO + EASY backfill):
+  //  a: t=0, 2 GPUs, 100 it -> runs 0..50                                   JCT 50
+  //  b: t=10, 4 GPUs, 400 it -> head, blocked until a ends at 50 (shadow 50); runs 50..150  JCT 140
+  //  c: t=20, 2 GPUs, 60 it -> backfilled: 2 free and it ends at 50 <= shadow; runs 20..50  JCT 30
+  //  d: t=30, 1 GPU, 10 it -> no GPU free until b ends at 150; runs 150..160                JCT 130
+  void testFifoHandChecked() {
+    TempDir d;
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
+    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
+    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
+                                               "a,0,m,2,100\nb,10,m,4,400\nc,20,m,2,60\nd,30,m,1,10\n"));
+    Engine e(cl, t, tm, SimConfig());
+    auto fifo = make_fifo();
+    SimResult r = e.run(*fifo, tm);
+    const double want[] = {50, 140, 30, 130};
+    for (int i = 0; i < 4; ++i) CPPUNIT_ASSERT_DOUBLES_EQUAL(want[i], r.jobs[i].jct_s, 1e-6);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(87.5, r.avg_jct_s, 1e-6);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(160.0, r.makespan_s, 1e-6);
+    CPPUNIT_ASSERT_EQUAL(0L, r.restarts);
+    // Busy GPU-seconds: a 100 + c 60 + b 400 + d 10 = 570 of 4 * 160.
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(570.0 / 640.0, r.gpu_util, 1e-9);
+  }
+
+  // 400 iterations: 2 GPUs (2 it/s) for 20 s -> 360 left; resized to 4 GPUs at 20 s, restart
+  // cost 30 s, then 360 / 4 = 90 s: finishes at 140 (110 without the restart cost).
+  void testRestartCostPerResize() {
+    TempDir d;
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
+    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
+    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\n"
+                                               "a,0,m,2,400,1,4,1\n"));
+    SimConfig cfg;
+    cfg.round_s = 20;
+    cfg.restart_s = 30;
+    Engine e(cl, t, tm, cfg);
+    GrowOnce p;
+    SimResult r = e.run(p, tm);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(140.0, r.jobs[0].jct_s, 1e-6);
+    CPPUNIT_ASSERT_EQUAL(1L, r.restarts);
+    CPPUNIT_ASSERT_EQUAL(4, r.jobs[0].max_gpus);
+    cfg.restart_s = 0;
+    Engine e0(cl, t, tm, cfg);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(110.0, e0.run(p, tm).jobs[0].jct_s, 1e-6);
+  }
+
+  // The first 150 jobs of the Philly-derived trace (iterations / 200 to keep it quick) on a small
+  // Gavel-style cluster under every policy: every job finishes, no JCT beats the job's ideal
+  // time, and the GPUs allocated never exceed the cluster (the engine also checks every node on
+  // every decision and throws if a policy over-allocates).
+  void testEngineInvariantsAllPolicies() {
+    ImportOptions o;
+    o.limit = 150;
+    o.max_gpus_cap = 8;
+    Trace t = import_gavel_trace(shared_data("gavel/philly_vc_jobs_seed0.csv"), o, nullptr);
+    for (TraceJob& j : t.jobs) {
+      j.iterations = std::max(1.0, std::round(j.iterations / 200));
+      j.gpus = std::min(j.gpus, 8);
+      j.max_gpus = std::max(j.max_gpus, j.gpus);
+    }
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+    ringsched::Cluster cl;
+    for (const char* type : {"k80", "p100", "v100"})
+      for (int i = 0; i < 2; ++i) cl.nodes.push_back(ringsched::Node{std::string(type) + std::to_string(i), type, 4});
+    SimConfig cfg;
+    cfg.round_s = 600;
+    Engine e(cl, t, tm, cfg);
+    PolicyOptions po;
+    po.samples = 4;
+    po.window = 24;
+    for (const char* name : {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "combined"}) {
+      auto p = make_policy(name, po, tm);
+      SimResult r = e.run(*p, tm);
+      CPPUNIT_ASSERT_EQUAL(t.jobs.size(), r.jobs.size());
+      for (size_t i = 0; i < r.jobs.size(); ++i) {
+        const JobRow& j = r.jobs[i];
+        CPPUNIT_ASSERT_MESSAGE(std::string(name) + " " + j.id, j.finish_s >= j.start_s && j.start_s >= j.submit_s);
+        CPPUNIT_ASSERT_MESSAGE(std::string(name) + " " + j.id, j.jct_s >= e.ideal_s(t.jobs[i]) * (1 - 1e-9));
+      }
+      for (const auto& b : r.busy_gpus) CPPUNIT_ASSERT(b.second >= 0 && b.second <= cl.total_gpus());
+      CPPUNIT_ASSERT(r.gpu_util > 0 && r.gpu_util <= 1 + 1e-9);
+      CPPUNIT_ASSERT(r.avg_jct_s > 0 && r.p50_jct_s <= r.p99_jct_s);
+    }
+  }
+
+  void testDeterminism() {
+    ImportOptions o;
+    o.limit = 60;
+    o.max_gpus_cap = 8;
+    Trace t = import_gavel_trace(shared_data("gavel/philly_vc_jobs_seed0.csv"), o, nullptr);
+    for (TraceJob& j : t.jobs) {
+      j.iterations = std::max(1.0, std::round(j.iterations / 500));
+      j.gpus = std::min(j.gpus, 8);
+    }
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+    ringsched::Cluster cl;
+    for (const char* type : {"k80", "v100"}) cl.nodes.push_back(ringsched::Node{type, type, 8});
+    Engine e(cl, t, tm, SimConfig());
+    PolicyOptions po;
+    po.samples = 4;
+    for (const char* name : {"tiresias", "combined"}) {
+      SimResult a = e.run(*make_policy(name, po, tm), tm);
+      SimResult b = e.run(*make_policy(name, po, tm), tm);
+      for (size_t i = 0; i < a.jobs.size(); ++i) CPPUNIT_ASSERT_EQUAL(a.jobs[i].finish_s, b.jobs[i].finish_s);
+      CPPUNIT_ASSERT_EQUAL(a.restarts, b.restarts);
+    }
+  }
+
+  void testUnknownPolicy() {
+    ringsched::ThroughputModel tm;
+    std::string what = ringsched_test::error_of([&] { make_policy("sjf", PolicyOptions(), tm); });
+    CPPUNIT_ASSERT(contains(what, "unknown policy 'sjf'"));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(SimTest);
