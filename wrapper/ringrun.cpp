@@ -66,6 +66,7 @@ struct Options {
   std::string resize_file;
   int port = 0;
   int grace_s = 60;             // how long workers get to checkpoint before SIGKILL
+  int peer_timeout_ms = 30000;  // RINGRT_TIMEOUT_MS for the workers
   bool no_requeue = false;
   std::vector<std::string> cmd;
 };
@@ -86,6 +87,7 @@ void usage(FILE* f) {
       "  --max-gpus=N        largest size a request may ask for (default 1024)\n"
       "  --port=P            ring master port (default: derived from the job id)\n"
       "  --grace=S           seconds workers get to checkpoint (default 60)\n"
+      "  --peer-timeout=MS   ring peer deadline, RINGRT_TIMEOUT_MS (default 30000; the environment's wins)\n"
       "  --no-requeue        on a stop event only checkpoint and exit 75 (no Slurm requeue)\n"
       "Exit: the workers' status when they finish; 75 stopped at a checkpoint; 1 a worker failed.\n",
       f);
@@ -101,13 +103,14 @@ bool to_int(const char* s, long lo, long hi, int* out) {
 }
 
 int parse(int argc, char** argv, Options* o) {
-  enum { GPUS = 1, CKPT, MODEL, TYPE, PROF, REPORT, FACTOR, RFILE, MAXG, PORT, GRACE, NOREQ, HELP };
+  enum { GPUS = 1, CKPT, MODEL, TYPE, PROF, REPORT, FACTOR, RFILE, MAXG, PORT, GRACE, NOREQ, PTIME, HELP };
   static const option opts[] = {{"gpus", 1, nullptr, GPUS},          {"ckpt-dir", 1, nullptr, CKPT},
                                 {"model", 1, nullptr, MODEL},        {"gpu-type", 1, nullptr, TYPE},
                                 {"profiles", 1, nullptr, PROF},      {"report", 1, nullptr, REPORT},
                                 {"report-factor", 1, nullptr, FACTOR}, {"resize-file", 1, nullptr, RFILE},
                                 {"max-gpus", 1, nullptr, MAXG},      {"port", 1, nullptr, PORT},
                                 {"grace", 1, nullptr, GRACE},        {"no-requeue", 0, nullptr, NOREQ},
+                                {"peer-timeout", 1, nullptr, PTIME},
                                 {"help", 0, nullptr, HELP},          {nullptr, 0, nullptr, 0}};
   opterr = 0;
   int c;
@@ -131,6 +134,7 @@ int parse(int argc, char** argv, Options* o) {
       case PORT: if (!to_int(optarg, 1024, 65535, &o->port)) bad = "--port (1024..65535)"; break;
       case GRACE: if (!to_int(optarg, 1, 3600, &o->grace_s)) bad = "--grace (1..3600)"; break;
       case NOREQ: o->no_requeue = true; break;
+      case PTIME: if (!to_int(optarg, 100, 3600000, &o->peer_timeout_ms)) bad = "--peer-timeout (100..3600000 ms)"; break;
       case HELP: usage(stdout); std::exit(0);
       default:
         std::fprintf(stderr, "ringrun: unknown option or missing value: %s (see --help)\n", argv[optind - 1]);
@@ -399,6 +403,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (o.gpu_type.empty()) o.gpu_type = s.gpu_type;
+    if (o.gpu_type.empty()) o.gpu_type = s.node_gpu_type;  // untyped request: what the node has
     if (nodes > 1 && !s.first_node_addr.empty()) master = s.first_node_addr;
   } else if (world == 0) {
     std::fprintf(stderr, "ringrun: not inside a Slurm job: give --gpus=N\n");
@@ -437,6 +442,8 @@ int main(int argc, char** argv) {
         "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
         "RINGRT_MASTER_PORT=" + std::to_string(o.port), "RINGRT_SECRET_FILE=" + secret,
         "RINGRUN_CKPT_DIR=" + o.ckpt_dir, "RINGRUN_TIMING_FILE=" + timing_file};
+    // Shared, loaded machines stall a healthy rank for seconds: the default deadline is generous.
+    if (!std::getenv("RINGRT_TIMEOUT_MS")) env.push_back("RINGRT_TIMEOUT_MS=" + std::to_string(o.peer_timeout_ms));
     if (!o.gpu_type.empty()) env.push_back("RINGRUN_GPU_TYPE=" + o.gpu_type);
     if (!o.profiles.empty()) env.push_back("RINGRUN_PROFILES=" + o.profiles);
     if (!o.model.empty()) env.push_back("RINGRUN_MODEL=" + o.model);

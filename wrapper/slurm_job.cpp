@@ -85,13 +85,17 @@ void SlurmJob::refresh() {
   parse_gpu_gres(j.tres_per_node ? j.tres_per_node : "", &shape_.gpu_type, &shape_.gpus_per_node);
   shape_.admin_comment = j.admin_comment ? j.admin_comment : "";
   shape_.first_node_addr.clear();
+  shape_.node_gpu_type.clear();
   if (j.nodes && *j.nodes) {
     hostlist_t hl = slurm_hostlist_create(j.nodes);
     if (char* first = hl ? slurm_hostlist_shift(hl) : nullptr) {
       node_info_msg_t* nodes = nullptr;
-      if (slurm_load_node_single(&nodes, first, SHOW_ALL) == SLURM_SUCCESS && nodes && nodes->record_count > 0 &&
-          nodes->node_array[0].node_addr)
-        shape_.first_node_addr = nodes->node_array[0].node_addr;
+      if (slurm_load_node_single(&nodes, first, SHOW_ALL) == SLURM_SUCCESS && nodes && nodes->record_count > 0) {
+        const node_info_t& n = nodes->node_array[0];
+        if (n.node_addr) shape_.first_node_addr = n.node_addr;
+        int count;
+        if (n.gres) parse_gpu_gres(std::string("gres:") + n.gres, &shape_.node_gpu_type, &count);
+      }
       if (nodes) slurm_free_node_info_msg(nodes);
       if (shape_.first_node_addr.empty()) shape_.first_node_addr = first;
       free(first);

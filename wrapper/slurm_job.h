@@ -13,6 +13,7 @@ struct JobShape {
   int gpus_per_node = 0;      // from the job's gres request
   std::string gpu_type;       // "" when the request was untyped
   std::string first_node_addr;// address of the first allocated node (the ring's master)
+  std::string node_gpu_type;  // GPU type of that node's gres (what an untyped request got)
   std::string admin_comment;  // where the policy engine leaves resize requests
   int total_gpus() const { return nodes * gpus_per_node; }
 };
