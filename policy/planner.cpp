@@ -343,51 +343,86 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
-  // Jobs not yet placed (policies without the market, unknown models): fastest allowed type
-  // that has room, else the next, else a mix of types when allowed.
+  // Jobs not yet placed (policies without the market, unknown models). Counts were decided on the
+  // pooled cluster, so a count may not fit the GPU types and nodes that are left: then the job
+  // takes the largest smaller size that fits (halving, down to its minimum) rather than waiting.
   for (int i : todo) {
     JobPlan& jp = plan.jobs[i];
     if (jp.runs || (hetero && views[i].known)) continue;
+    const Job& j = snap.jobs[i];
     std::vector<Placement> pl;
-    bool placed = false;
-    // Rank the types at the size being placed: real curves cross (resnet50-b64 is fastest on
-    // v100 alone but on p100 at 4 GPUs in Gavel's measurements).
-    std::vector<std::string> types = views[i].types;
-    if (views[i].known)
-      std::stable_sort(types.begin(), types.end(), [&](const std::string& a, const std::string& b) {
-        return model.iters_per_s(snap.jobs[i].model, a, counts[i]) >
-               model.iters_per_s(snap.jobs[i].model, b, counts[i]);
-      });
-    for (const std::string& t : types)
-      if (take_gpus(free_by_node, cluster, t, counts[i], pl)) {
-        placed = true;
-        break;
+    int placed_size = 0;
+    std::vector<int> sizes;
+    for (int sz = counts[i]; sz >= views[i].lo && sz > 0; sz = sz > 1 ? sz / 2 : 0) sizes.push_back(sz);
+    if (sizes.empty() || sizes.back() != views[i].lo) sizes.push_back(std::min(views[i].lo, counts[i]));
+    for (int size : sizes) {
+      if (size <= 0) continue;
+      pl.clear();
+      // A running job first tries the nodes it already holds: no move, no lost locality.
+      if (j.state == JobState::Running && !j.gpus_by_node.empty()) {
+        std::map<std::string, int> trial = free_by_node;
+        int need = size;
+        for (const auto& [node, g] : j.gpus_by_node) {
+          const Node* nd = cluster.find(node);
+          if (!nd || need == 0) continue;
+          int k = std::min({need, g, trial[node]});
+          if (k <= 0) continue;
+          trial[node] -= k;
+          need -= k;
+          pl.push_back(Placement{node, nd->gpu_type, k});
+        }
+        if (need == 0 && j.gpus_by_node.size() == 1) {
+          free_by_node = trial;
+          placed_size = size;
+          break;
+        }
+        pl.clear();
       }
-    if (!placed && config_.allow_mixed_types && views[i].known) {
-      int need = counts[i];
-      std::map<std::string, int> trial = free_by_node;
-      std::vector<Placement> mixed;
-      for (const std::string& t : types) {
-        int have = 0;
-        for (const Node& nd : cluster.nodes)
-          if (nd.gpu_type == t) have += trial[nd.name];
-        int k = std::min(need, have);
-        if (k > 0 && take_gpus(trial, cluster, t, k, mixed)) need -= k;
-      }
-      if (need == 0) {
-        free_by_node = trial;
-        pl = mixed;
-        placed = true;
+      // Rank the types at the size being placed: real curves cross (resnet50-b64 is fastest on
+      // v100 alone but on p100 at 4 GPUs in Gavel's measurements).
+      std::vector<std::string> types = views[i].types;
+      if (views[i].known)
+        std::stable_sort(types.begin(), types.end(), [&](const std::string& a, const std::string& b) {
+          return model.iters_per_s(j.model, a, size) > model.iters_per_s(j.model, b, size);
+        });
+      for (const std::string& t : types)
+        if (take_gpus(free_by_node, cluster, t, size, pl)) {
+          placed_size = size;
+          break;
+        }
+      if (placed_size) break;
+      if (config_.allow_mixed_types && views[i].known) {
+        int need = size;
+        std::map<std::string, int> trial = free_by_node;
+        std::vector<Placement> mixed;
+        for (const std::string& t : types) {
+          int have = 0;
+          for (const Node& nd : cluster.nodes)
+            if (nd.gpu_type == t) have += trial[nd.name];
+          int k = std::min(need, have);
+          if (k > 0 && take_gpus(trial, cluster, t, k, mixed)) need -= k;
+        }
+        if (need == 0) {
+          free_by_node = trial;
+          pl = mixed;
+          placed_size = size;
+          break;
+        }
       }
     }
-    if (placed) {
+    if (placed_size) {
       set_from_placement(jp, pl);
-      jp.reason = count_reason[i] + "; on " + pl.front().gpu_type +
+      std::string why = count_reason[i];
+      if (placed_size != counts[i])
+        why = "planned " + std::to_string(counts[i]) + " GPUs, " + std::to_string(placed_size) +
+              " fit the GPU types and nodes left";
+      jp.reason = why + "; on " + pl.front().gpu_type +
                   (views[i].known ? (views[i].predicted ? " (speed predicted from similar models)"
                                                         : " (fastest allowed type with room)")
                                   : " (no profile for this model: requested size)");
     } else {
-      jp.reason = "waits: no room for " + std::to_string(counts[i]) + " GPUs of an allowed type";
+      jp.reason = "waits: no room for " + std::to_string(std::min(views[i].lo, counts[i])) +
+                  " GPUs of an allowed type";
     }
   }
 

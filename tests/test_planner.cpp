@@ -95,6 +95,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(arrivalShrinksElasticJob);
   CPPUNIT_TEST(hysteresisKeepsRecentlyResizedJob);
   CPPUNIT_TEST(staticPolicyKeepsRequestedSizes);
+  CPPUNIT_TEST(doublingFallsBackToSizeThatFits);
   CPPUNIT_TEST(impossibleJobWaitsWithReason);
   CPPUNIT_TEST(neverOverAllocatesOnAnyPolicy);
   CPPUNIT_TEST(deterministicForSameSeed);
@@ -195,6 +196,40 @@ class PlannerTest : public CppUnit::TestFixture {
     s.now_s = 10000;
     Plan p2 = planner.plan(s);
     CPPUNIT_ASSERT_MESSAGE(p2.jobs[0].reason, p2.jobs[0].resize && p2.jobs[0].gpus > 2);
+  }
+
+  // Doubling decides counts on the pooled cluster; when that count does not fit the types and
+  // nodes left, the job must take the largest size that does, not wait.
+  void doublingFallsBackToSizeThatFits() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    for (Node& n : s.cluster.nodes) n.free_gpus = 0;
+    s.cluster.nodes[0].free_gpus = 2;  // v100-1: 2 free GPUs, nothing else in the cluster
+    s.cluster.nodes[2].free_gpus = 4;  // p100-1: free, but the job may only use v100
+    s.jobs = {job("1", "resnet50-b64", 1, 4, 1e6)};
+    s.jobs[0].allowed_types = {"v100"};
+    for (Policy pol : {Policy::Doubling, Policy::Combined}) {
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      CPPUNIT_ASSERT_MESSAGE(std::string(policy_name(pol)) + ": " + p.jobs[0].reason, p.jobs[0].runs);
+      CPPUNIT_ASSERT_EQUAL(2, p.jobs[0].gpus_by_type["v100"]);
+    }
+    // The same job already running on v100-1's 2 GPUs keeps running there.
+    PlannerConfig cfg;
+    cfg.policy = Policy::Doubling;
+    s.cluster.nodes[0].free_gpus = 2;
+    JobPlan two;
+    two.placement = {Placement{"v100-1", "v100", 2}};
+    two.gpus = 2;
+    two.gpus_by_type = {{"v100", 2}};
+    make_running(s.jobs[0], two, -1e6);
+    s.jobs.push_back(job("2", "lm-b20", 1, 1, 1000));
+    Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+    check_capacity(p, s.cluster);
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[0].reason, p.jobs[0].runs);
+    CPPUNIT_ASSERT_EQUAL(std::string("v100-1"), p.jobs[0].placement.at(0).node);
   }
 
   void staticPolicyKeepsRequestedSizes() {
