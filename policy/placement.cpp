@@ -1,5 +1,34 @@
 // Heterogeneity-aware multi-job placement (DESIGN 3.3): categories, the ascending-price matching
-// market and the sampling of categories. The exact MIP is in placement_mip.cpp.
+// market, the sampling of categories and a local improvement. The exact MIP is in
+// placement_mip.cpp.
+//
+// Algorithm (place_hetero):
+//  1. Market on the seed category (GPUs per job, e.g. the doubling result). The market works on
+//     GPU types, not GPUs: the GPUs of one type are interchangeable for the speed model, so they
+//     are traded in lots (a count of one type at one price, free or held by one job). A job
+//     without GPUs bids for the package (a count per type summing to its category size) that
+//     maximises value minus price, value = -(finish time with the locality the package cannot
+//     avoid); it evicts the holders of the GPUs it takes, and the contested GPUs' price rises by
+//     its margin over its second-best package plus an increment. The increment is epsilon times
+//     the bidder's finish time, epsilon doubling every few bids of the same job, so price wars
+//     end after a number of rounds logarithmic in the value range. Mixed-type packages are only
+//     searched when they can beat the best single-type one (a mix is never faster than its
+//     fastest type alone, so at equal price it cannot win). The auction has a bid cap linear in
+//     the jobs; past it, a greedy pass on free GPUs (most constrained jobs first) and, failing
+//     that, an augmenting-path flow give a feasible matching.
+//  2. Sampling: up to K category changes around the best so far (one job one size up or down,
+//     GPUs moved from one job to another, a few jobs at once), each checked against Hall's
+//     condition and evaluated incrementally: only the changed jobs give up their packages and
+//     bid again at the current prices, with a bid cap proportional to the jobs changed. The
+//     state is kept when the sum of finish times falls, else restored.
+//  3. Local improvement on the per-type counts: one job's best size and mix in what is free plus
+//     what it holds; then, on small problems, the best joint choice for every pair of jobs in
+//     what is free plus what the two hold (a dominance table over the pooled counts). Repeated
+//     while it helps.
+//  4. Packing: each type's GPUs onto nodes, running jobs that keep their types first on the nodes
+//     they hold, then largest demands first, best fit.
+// All of it counts package valuations and stops each phase at placement_work_budget(jobs, K),
+// which is linear in the jobs and the samples and independent of the cluster size.
 //
 // Locality model (a value term of the market, reported in iters_per_s and finish_s): the ring
 // model's communication term (1/speed minus the compute time 1/sum(c_t v_t(1)) of the
@@ -25,19 +54,33 @@ namespace ringsched {
 namespace {
 
 constexpr double kExtraNodeShare = 0.05;   // see the locality model above
-constexpr double kBidEpsilon = 1e-3;       // bid increment, relative to the bidder's finish time
+constexpr double kBidEpsilon = 1e-3;       // first bid increment, relative to the bidder's finish
+constexpr int kEscalateEvery = 4;          // a job's increment doubles every this many of its bids
 constexpr long kExhaustiveVectors = 64;    // enumerate mixes up to this many, else local search
+constexpr long kLocalMixes = 256;          // local improvement enumerates mixes up to this many
+constexpr int kPairJobs = 24;              // pair moves on problems with at most this many jobs
+constexpr long kPairStates = 4096;         // ... and pooled count vectors up to this many
+// Work budget (package valuations), see placement_work_budget().
+constexpr long kWorkPerJob = 96;
+constexpr long kWorkPerSample = 400;
+constexpr long kWorkBase = 30000;
+constexpr long kBidsPerJob = 8, kBidsBase = 64;            // auction bid cap
+constexpr long kSampleBidsPerChange = 8, kSampleBidsBase = 16;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 std::string job_name(const PlacementProblem& p, int j) {
   return "placement job " + std::to_string(j) + " (" + p.jobs[j].model + ")";
 }
 
-bool type_listed(const PlacementJob& job, const std::string& type) {
-  if (job.allowed_types.empty()) return true;
-  for (const std::string& t : job.allowed_types)
-    if (normalize_type(t) == type) return true;
-  return false;
+// Normalised names of the types a job lists (empty: any).
+std::vector<std::string> listed_types(const PlacementJob& job) {
+  std::vector<std::string> out;
+  for (const std::string& t : job.allowed_types) out.push_back(normalize_type(t));
+  return out;
+}
+
+bool type_listed(const std::vector<std::string>& listed, const std::string& type) {
+  return listed.empty() || std::find(listed.begin(), listed.end(), type) != listed.end();
 }
 
 // Number of ways to split n GPUs over k types (stops counting past `cap`).
@@ -71,7 +114,8 @@ struct Topology {
   std::vector<std::vector<int>> nodes_of_type;
   std::vector<int> cap_of_type;
   std::vector<double> min_intra, min_inter;               // per type
-  std::vector<std::vector<int>> caps_desc;                // per job: allowed nodes' caps, largest first
+  std::vector<int> job_class;                             // job -> index of its allowed-type set
+  std::vector<std::vector<int>> caps_desc;                // per class: allowed nodes' caps, largest first
   std::vector<std::vector<std::pair<int, int>>> current;  // per job: (node, GPUs) it holds now
   std::vector<int> current_total;
   std::vector<std::vector<int>> current_types;
@@ -95,28 +139,37 @@ struct Topology {
       nodes.push_back(TNode{n.name, t, n.usable(), n.intra_gbps, n.inter_gbps});
     }
     int J = static_cast<int>(p.jobs.size());
-    caps_desc.assign(J, {});
+    job_class.assign(J, 0);
     current.assign(J, {});
     current_total.assign(J, 0);
     current_types.assign(J, std::vector<int>(T, 0));
+    // Jobs with the same allowed types share their node capacities (a few classes, many jobs).
+    std::map<std::vector<bool>, int> classes;
     for (int j = 0; j < J; ++j) {
-      for (const TNode& n : nodes)
-        if (speeds.allowed(j, n.type)) caps_desc[j].push_back(n.cap);
-      std::sort(caps_desc[j].rbegin(), caps_desc[j].rend());
+      std::vector<bool> allowed(T);
+      for (int t = 0; t < T; ++t) allowed[t] = speeds.allowed(j, t);
+      auto [it, fresh] = classes.emplace(allowed, static_cast<int>(caps_desc.size()));
+      if (fresh) {
+        caps_desc.emplace_back();
+        for (const TNode& n : nodes)
+          if (allowed[n.type]) caps_desc.back().push_back(n.cap);
+        std::sort(caps_desc.back().rbegin(), caps_desc.back().rend());
+      }
+      job_class[j] = it->second;
       const PlacementJob& job = p.jobs[j];
       if (!job.running) continue;
       bool usable = true;
       for (const auto& [name, g] : job.current) {
         if (g <= 0) continue;
-        auto it = index.find(name);
-        if (it == index.end() || nodes[it->second].cap < g ||
-            !speeds.allowed(j, nodes[it->second].type)) {
+        auto found = index.find(name);
+        if (found == index.end() || nodes[found->second].cap < g ||
+            !speeds.allowed(j, nodes[found->second].type)) {
           usable = false;  // its GPUs are no longer all available to it: it must move
           break;
         }
-        current[j].push_back({it->second, g});
+        current[j].push_back({found->second, g});
         current_total[j] += g;
-        current_types[j][nodes[it->second].type] += g;
+        current_types[j][nodes[found->second].type] += g;
       }
       if (!usable) {
         current[j].clear();
@@ -128,7 +181,7 @@ struct Topology {
   // Fewest nodes that can hold n GPUs for job j.
   int min_nodes(int j, int n) const {
     int k = 0, sum = 0;
-    for (int c : caps_desc[j]) {
+    for (int c : caps_desc[job_class[j]]) {
       if (sum >= n) break;
       sum += c;
       ++k;
@@ -138,8 +191,8 @@ struct Topology {
 };
 
 // Speed with locality of job j on an explicit set of (node, GPUs).
-double speed_with_locality(const PlacementProblem& p, PlacementSpeeds& speeds, const Topology& topo,
-                           int j, const std::vector<std::pair<int, int>>& package) {
+double speed_with_locality(PlacementSpeeds& speeds, const Topology& topo, int j,
+                           const std::vector<std::pair<int, int>>& package) {
   std::vector<int> counts(speeds.num_types(), 0);
   std::set<int> used;
   double min_intra = std::numeric_limits<double>::infinity();
@@ -158,129 +211,175 @@ double speed_with_locality(const PlacementProblem& p, PlacementSpeeds& speeds, c
   double sum_v1 = 0;
   for (int t = 0; t < speeds.num_types(); ++t)
     if (counts[t] > 0) sum_v1 += counts[t] * speeds.single(j, t, 1);
-  (void)p;
   double t_iter = iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, static_cast<int>(used.size()),
                                                topo.min_nodes(j, total), min_intra / min_inter);
   return 1.0 / t_iter;
 }
 
-// The ascending-price market for one category (DESIGN 3.3 step 2). Objects are GPUs; the GPUs of
-// one type are identical for the speed model, so they are handled in lots (GPUs of a type at one
-// price, free or held by one job) rather than one by one. An unassigned job bids for the package
-// of counts[j] GPUs (a count per type) that maximises value minus price, value = -(finish time,
-// with the locality the package cannot avoid: a mix of types, or more GPUs than one node holds,
-// crosses nodes). If the package needs GPUs other jobs hold, those jobs lose their whole package
-// and bid again, and the contested GPUs' price rises by the bidder's margin over its second-best
-// package plus epsilon (Bertsekas' auction increment). It ends when every job holds a package: no
-// GPU has two jobs and every package is within epsilon of its holder's best at the final prices
-// (a stable matching). Then each type's GPUs are packed onto nodes, largest demands first, best
-// fit, running jobs that keep their types first on the nodes they hold.
+// The market and the local improvement on one problem (see the top of this file). Its state --
+// lots per type, per-type counts and finish time per job -- can be saved and restored, so that a
+// category change is evaluated in place and undone when it does not help.
+struct Lot {
+  double price;
+  int holder;  // -1: free
+  int count;
+};
+
 class Market {
  public:
-  Market(const PlacementProblem& p, PlacementSpeeds& speeds, const Topology& topo)
-      : p_(p), speeds_(speeds), topo_(topo), T_(speeds.num_types()) {
+  Market(const PlacementProblem& p, PlacementSpeeds& speeds, const Topology& topo,
+         const std::vector<std::vector<int>>& sizes, long work_budget)
+      : p_(p), speeds_(speeds), topo_(topo), sizes_(sizes), T_(speeds.num_types()),
+        J_(static_cast<int>(p.jobs.size())), budget_(work_budget) {
     max_node_.assign(T_, 1);
     for (int t = 0; t < T_; ++t)
       for (int n : topo_.nodes_of_type[t]) max_node_[t] = std::max(max_node_[t], topo_.nodes[n].cap);
-  }
-
-  // Whether the category can be matched at all: per-job bounds and Hall's condition over sets of
-  // types (necessary and sufficient for jobs that may mix types).
-  bool may_fit(const std::vector<int>& counts) const {
-    int J = static_cast<int>(counts.size());
-    std::vector<unsigned> mask(J, 0);
-    for (int j = 0; j < J; ++j) {
-      if (counts[j] <= 0) continue;
-      int best_single = 0, sum = 0;
+    types_.assign(J_, {});
+    v1_.assign(static_cast<size_t>(J_) * T_, 0.0);
+    for (int j = 0; j < J_; ++j)
       for (int t = 0; t < T_; ++t)
         if (speeds_.allowed(j, t)) {
-          mask[j] |= 1u << t;
-          best_single = std::max(best_single, topo_.cap_of_type[t]);
-          sum += topo_.cap_of_type[t];
+          types_[j].push_back(t);
+          v1_[static_cast<size_t>(j) * T_ + t] = speeds_.single(j, t, 1);
         }
-      if (counts[j] > (p_.jobs[j].allow_mixed ? sum : best_single)) return false;
+    // Hall's condition is checked per set of types; jobs are grouped by their allowed set.
+    hall_ = T_ <= 12;
+    mask_.assign(J_, 0);
+    if (hall_)
+      for (int j = 0; j < J_; ++j)
+        for (int t : types_[j]) mask_[j] |= 1u << t;
+    cost_.assign(T_, {});
+    avail_.assign(T_, 0);
+  }
+
+  long work() const { return work_; }
+  bool out_of_work() const { return work_ >= budget_; }
+  int fallbacks() const { return fallbacks_; }
+  const std::vector<int>& counts() const { return state_.counts; }
+
+  // Whether a category can be matched at all: per-job bounds and Hall's condition over sets of
+  // types (necessary and sufficient for jobs that may mix types).
+  bool may_fit(const std::vector<int>& counts) const {
+    std::vector<long> need_by_mask(hall_ ? (1u << T_) : 1, 0);
+    long need = 0;
+    for (int j = 0; j < J_; ++j) {
+      if (counts[j] <= 0) continue;
+      if (!job_fits(j, counts[j])) return false;
+      need += counts[j];
+      if (hall_) need_by_mask[mask_[j]] += counts[j];
     }
-    if (T_ > 12) {
-      long need = 0, have = 0;
-      for (int c : counts) need += std::max(0, c);
+    if (!hall_) {
+      long have = 0;
       for (int c : topo_.cap_of_type) have += c;
       return need <= have;
     }
-    for (unsigned s = 1; s < (1u << T_); ++s) {
-      long need = 0, have = 0;
-      for (int t = 0; t < T_; ++t)
-        if (s & (1u << t)) have += topo_.cap_of_type[t];
-      for (int j = 0; j < J; ++j)
-        if (counts[j] > 0 && (mask[j] & ~s) == 0) need += counts[j];
-      if (need > have) return false;
+    return hall_holds(need_by_mask);
+  }
+
+  // may_fit() for the current category with `changes` (job, new count) applied.
+  bool may_fit_changes(const std::vector<std::pair<int, int>>& changes) const {
+    if (!hall_) {
+      std::vector<int> c = state_.counts;
+      for (const auto& [j, n] : changes) c[j] = n;
+      return may_fit(c);
+    }
+    std::vector<long> need = state_.need_by_mask;
+    for (const auto& [j, n] : changes) {
+      if (n > 0 && !job_fits(j, n)) return false;
+      need[mask_[j]] += n - state_.counts[j];
+    }
+    return hall_holds(need);
+  }
+
+  // The market from scratch on `counts`; false if the category cannot be matched.
+  bool run(const std::vector<int>& counts) {
+    if (!may_fit(counts)) return false;
+    reset(counts);
+    std::vector<int> order;
+    for (int j = 0; j < J_; ++j)
+      if (counts[j] > 0) order.push_back(j);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return counts[a] > counts[b]; });
+    std::deque<int> queue(order.begin(), order.end());
+    long cap = kBidsPerJob * static_cast<long>(order.size()) + kBidsBase;
+    if (auction(queue, cap)) return true;
+    // Bid cap (or work budget) reached: start over, most constrained jobs first, each taking its
+    // best package among the free GPUs; failing that, any feasible per-type assignment.
+    ++fallbacks_;
+    reset(counts);
+    auto kinds = [&](int j) {
+      return p_.jobs[j].allow_mixed ? static_cast<int>(types_[j].size()) : 0;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return kinds(a) != kinds(b) ? kinds(a) < kinds(b) : counts[a] > counts[b];
+    });
+    for (int j : order) {
+      Bid bid;
+      if (!best_package(j, /*free_only=*/true, bid)) return feasible_flow(order);
+      std::deque<int> none;
+      take(j, bid, none);
     }
     return true;
   }
 
-  // Runs the market; false if the category cannot be matched.
-  bool run(const std::vector<int>& counts, PlacementResult& out) {
-    int J = static_cast<int>(counts.size());
-    counts_ = counts;
-    if (!may_fit(counts)) return false;
-    std::vector<int> order;
-    for (int j = 0; j < J; ++j)
-      if (counts[j] > 0) order.push_back(j);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int a, int b) { return counts[a] > counts[b]; });
-    reset(J);
-    std::deque<int> queue(order.begin(), order.end());
-    // Epsilon doubles every few bids per job: a price war between near-equal packages then ends
-    // in a number of rounds logarithmic in the value range (epsilon-scaling, run upwards).
-    long bids = 0;
-    const long max_bids = 20L * J + 200, escalate_every = J + 8;
-    epsilon_ = kBidEpsilon;
-    while (!queue.empty() && bids < max_bids) {
-      int j = queue.front();
-      queue.pop_front();
-      if (assigned_[j]) continue;
-      if (++bids % escalate_every == 0) epsilon_ *= 2;
-      Bid bid;
-      if (!best_package(j, /*free_only=*/false, bid)) return false;
-      take(j, bid, queue);
+  // Incremental evaluation of a category change: the jobs in `changes` (job, new count) give up
+  // their packages and bid again at the current prices. False if the auction does not settle
+  // within its bid cap; the state is then partial and must be restored by the caller.
+  bool rerun(const std::vector<std::pair<int, int>>& changes) {
+    std::deque<int> queue;
+    for (const auto& [j, n] : changes) {
+      if (state_.assigned[j]) release(j);
+      if (hall_) state_.need_by_mask[mask_[j]] += n - state_.counts[j];
+      state_.counts[j] = n;
+      if (n > 0) queue.push_back(j);
     }
-    bids_ = bids;
-    // Safety net (bid cap reached): start over, most constrained jobs first, each taking its best
-    // package among the free GPUs.
-    if (!queue.empty()) {
-      reset(J);
-      auto kinds = [&](int j) {
-        int k = 0;
-        for (int t = 0; t < T_; ++t) k += speeds_.allowed(j, t) ? 1 : 0;
-        return p_.jobs[j].allow_mixed ? k : 0;
-      };
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return kinds(a) != kinds(b) ? kinds(a) < kinds(b) : counts[a] > counts[b];
-      });
-      bool greedy = true;
-      for (int j : order) {
-        Bid bid;
-        if (!best_package(j, /*free_only=*/true, bid)) {
-          greedy = false;
-          break;
-        }
-        std::deque<int> none;
-        take(j, bid, none);
+    return auction(queue, kSampleBidsPerChange * static_cast<long>(changes.size()) + kSampleBidsBase);
+  }
+
+  // Sum of the market's finish times (per-type counts, unavoidable locality) of the jobs that run.
+  double objective() const {
+    double s = 0;
+    for (int j = 0; j < J_; ++j)
+      if (state_.assigned[j]) s += state_.finish[j];
+    return s;
+  }
+
+  struct State {
+    std::vector<std::vector<Lot>> lots;  // per type, by (price, holder), free first
+    std::vector<int> holding;            // J x T
+    std::vector<int> free;               // per type: GPUs no job holds
+    std::vector<long> need_by_mask;      // GPUs the category gives jobs of each allowed-type set
+    std::vector<double> finish;                 // per job
+    std::vector<char> assigned;
+    std::vector<int> counts;
+    std::vector<int> job_bids;
+  };
+  const State& state() const { return state_; }
+  void restore(const State& s) { state_ = s; }
+
+  // Local improvement (step 3 at the top of this file), within the work budget.
+  void improve() {
+    for (int round = 0; round < 50 && !out_of_work(); ++round) {
+      bool better = false;
+      for (int j = 0; j < J_ && !out_of_work(); ++j)
+        if (state_.assigned[j] && improve_one(j)) better = true;
+      if (!better && !out_of_work() && pairs_allowed()) {
+        for (int a = 0; a < J_ && !out_of_work(); ++a)
+          for (int b = a + 1; b < J_ && !out_of_work(); ++b)
+            if (state_.assigned[a] && state_.assigned[b] && improve_pair(a, b)) better = true;
       }
-      if (!greedy && !feasible_flow(order)) return false;
+      if (!better) break;
     }
+  }
+
+  // Node packing and the result rows; false if the GPUs do not fit the nodes.
+  bool finish_result(PlacementResult& out) {
     if (!pack_nodes()) return false;
     fill_result(out);
     return true;
   }
 
-  long last_bids() const { return bids_; }
-
  private:
-  struct Lot {
-    double price;
-    int holder;  // -1: free
-    int count;
-  };
   struct Bid {
     std::vector<int> counts;  // per type
     double utility = kNegInf;
@@ -288,73 +387,111 @@ class Market {
     double finish = 0;
   };
 
-  void reset(int J) {
-    lots_.assign(T_, {});
+  int hold(int j, int t) const { return state_.holding[static_cast<size_t>(j) * T_ + t]; }
+  int& hold(int j, int t) { return state_.holding[static_cast<size_t>(j) * T_ + t]; }
+  double v1(int j, int t) const { return v1_[static_cast<size_t>(j) * T_ + t]; }
+
+  bool job_fits(int j, int n) const {
+    int best_single = 0, sum = 0;
+    for (int t : types_[j]) {
+      best_single = std::max(best_single, topo_.cap_of_type[t]);
+      sum += topo_.cap_of_type[t];
+    }
+    return n <= (p_.jobs[j].allow_mixed ? sum : best_single);
+  }
+
+  bool hall_holds(const std::vector<long>& need_by_mask) const {
+    unsigned full = 1u << T_;
+    for (unsigned s = 1; s < full; ++s) {
+      long have = 0, need = 0;
+      for (int t = 0; t < T_; ++t)
+        if (s & (1u << t)) have += topo_.cap_of_type[t];
+      for (unsigned m = s;; m = (m - 1) & s) {  // every subset m of s
+        need += need_by_mask[m];
+        if (m == 0) break;
+      }
+      if (need > have) return false;
+    }
+    return true;
+  }
+
+  void reset(const std::vector<int>& counts) {
+    state_.lots.assign(T_, {});
     for (int t = 0; t < T_; ++t)
-      if (topo_.cap_of_type[t] > 0) lots_[t].push_back(Lot{0.0, -1, topo_.cap_of_type[t]});
-    holding_.assign(J, std::vector<int>(T_, 0));
-    assigned_.assign(J, false);
+      if (topo_.cap_of_type[t] > 0) state_.lots[t].push_back(Lot{0.0, -1, topo_.cap_of_type[t]});
+    state_.holding.assign(static_cast<size_t>(J_) * T_, 0);
+    state_.free = topo_.cap_of_type;
+    state_.need_by_mask.assign(hall_ ? (1u << T_) : 1, 0);
+    if (hall_)
+      for (int j = 0; j < J_; ++j)
+        if (counts[j] > 0) state_.need_by_mask[mask_[j]] += counts[j];
+    state_.finish.assign(J_, 0.0);
+    state_.assigned.assign(J_, 0);
+    state_.counts = counts;
+    state_.job_bids.assign(J_, 0);
   }
 
-  // Lots of type t in the order a bidder buys them: cheapest first, free before held.
-  void sort_lots(int t) {
-    std::sort(lots_[t].begin(), lots_[t].end(), [](const Lot& a, const Lot& b) {
-      if (a.price != b.price) return a.price < b.price;
-      if ((a.holder < 0) != (b.holder < 0)) return a.holder < 0;
-      return a.holder < b.holder;
-    });
+  bool auction(std::deque<int>& queue, long bid_cap) {
+    long bids = 0;
+    while (!queue.empty()) {
+      int j = queue.front();
+      queue.pop_front();
+      if (state_.assigned[j]) continue;
+      if (bids++ >= bid_cap || out_of_work()) return false;
+      ++state_.job_bids[j];
+      Bid bid;
+      if (!best_package(j, /*free_only=*/false, bid)) return false;
+      take(j, bid, queue);
+    }
+    return true;
   }
 
-  // Per-iteration time of job j on counts c with the locality it cannot avoid.
-  double iteration_time(int j, const std::vector<int>& c, int n) {
+  // Finish time of job j on per-type counts c (n GPUs) with the locality it cannot avoid, plus
+  // the restart cost when a running job's per-type counts change. One unit of work.
+  double finish_time(int j, const std::vector<int>& c, int n) {
+    ++work_;
     double v = speeds_.speed(j, c);
     if (v <= 0) return INFINITY;
     double sum_v1 = 0, min_intra = INFINITY, min_inter = INFINITY;
     int nodes = 0;
     for (int t = 0; t < T_; ++t)
       if (c[t] > 0) {
-        sum_v1 += c[t] * speeds_.single(j, t, 1);
+        sum_v1 += c[t] * v1(j, t);
         nodes += (c[t] + max_node_[t] - 1) / max_node_[t];
         min_intra = std::min(min_intra, topo_.min_intra[t]);
         min_inter = std::min(min_inter, topo_.min_inter[t]);
       }
-    return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo_.min_nodes(j, n),
-                                        min_intra / min_inter);
+    double it = iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo_.min_nodes(j, n),
+                                             min_intra / min_inter);
+    double f = p_.jobs[j].remaining * it;
+    if (p_.jobs[j].running && c != topo_.current_types[j]) f += p_.costs.restart_s;
+    return f;
   }
 
   // The job's best package at current prices, and the utility of its second best.
   bool best_package(int j, bool free_only, Bid& bid) {
     const PlacementJob& job = p_.jobs[j];
-    int n = counts_[j];
-    std::vector<int> types;
-    for (int t = 0; t < T_; ++t)
-      if (speeds_.allowed(j, t)) types.push_back(t);
-    // Per allowed type: the price of its cheapest k GPUs.
-    std::vector<std::vector<double>> cost(T_);
-    std::vector<int> avail(T_, 0);
+    int n = state_.counts[j];
+    const std::vector<int>& types = types_[j];
+    // Per allowed type: the price of its cheapest k GPUs (lots are kept in buying order).
     for (int t : types) {
-      sort_lots(t);
-      cost[t].assign(1, 0.0);
-      for (const Lot& l : lots_[t]) {
+      std::vector<double>& cost = cost_[t];
+      cost.assign(1, 0.0);
+      for (const Lot& l : state_.lots[t]) {
+        if (static_cast<int>(cost.size()) > n) break;
         if (free_only && l.holder >= 0) continue;
-        for (int k = 0; k < l.count && static_cast<int>(cost[t].size()) <= n; ++k)
-          cost[t].push_back(cost[t].back() + l.price);
+        for (int k = 0; k < l.count && static_cast<int>(cost.size()) <= n; ++k)
+          cost.push_back(cost.back() + l.price);
       }
-      avail[t] = static_cast<int>(cost[t].size()) - 1;
+      avail_[t] = static_cast<int>(cost.size()) - 1;
     }
-    double restart = job.running ? p_.costs.restart_s : 0.0;
     double best_u = kNegInf, second_u = kNegInf, best_finish = 0;
     std::vector<int> best_c;
-    std::map<std::vector<int>, double> seen;
     auto consider = [&](const std::vector<int>& c) -> double {
-      auto it = seen.find(c);
-      if (it != seen.end()) return it->second;
-      double finish = job.remaining * iteration_time(j, c, n);
-      if (job.running && c != topo_.current_types[j]) finish += restart;
+      double finish = finish_time(j, c, n);
       double price = 0;
-      for (int t : types) price += cost[t][c[t]];
+      for (int t : types) price += cost_[t][c[t]];
       double u = std::isfinite(finish) ? -finish - price : kNegInf;
-      seen.emplace(c, u);
       if (u > best_u) {
         second_u = best_u;
         best_u = u;
@@ -366,24 +503,53 @@ class Market {
       return u;
     };
     std::vector<int> c(T_, 0);
-    for (int t : types)
-      if (avail[t] >= n) {
-        c.assign(T_, 0);
-        c[t] = n;
-        consider(c);
-      }
-    if (job.running && topo_.current_total[j] == n) {
+    // Fastest single type regardless of room or price: an upper bound on any mix's value.
+    double single_best = kNegInf;
+    for (int t : types) {
+      c.assign(T_, 0);
+      c[t] = n;
+      double v = speeds_.speed(j, c);
+      if (v > 0) single_best = std::max(single_best, -job.remaining / v);
+      if (avail_[t] >= n) consider(c);
+    }
+    const std::vector<int>& now = topo_.current_types[j];
+    bool current_is_single = std::count_if(now.begin(), now.end(), [](int x) { return x > 0; }) <= 1;
+    if (job.running && topo_.current_total[j] == n && !current_is_single) {
       bool fits = true;
-      for (int t = 0; t < T_; ++t) fits = fits && topo_.current_types[j][t] <= avail[t];
-      if (fits) consider(topo_.current_types[j]);
+      for (int t = 0; t < T_; ++t) fits = fits && now[t] <= (speeds_.allowed(j, t) ? avail_[t] : 0);
+      if (fits) consider(now);
     }
     if (job.allow_mixed && types.size() > 1) {
-      int k = static_cast<int>(types.size());
-      if (compositions(n, k, kExhaustiveVectors) <= kExhaustiveVectors) {
-        c.assign(T_, 0);
-        enumerate(types, 0, n, avail, c, consider);
-      } else {
-        local_search(types, n, avail, best_c, consider);
+      // A mix is never faster than its fastest type alone (proportional split: compute time at
+      // least that of n GPUs of the fastest, communication at least its ring's), and it pays at
+      // least the n cheapest GPUs of the allowed types.
+      std::vector<size_t> at(T_, 0);
+      double cheapest = 0;
+      for (int k = 0; k < n; ++k) {
+        double m = INFINITY;
+        int pick = -1;
+        for (int t : types)
+          if (static_cast<int>(at[t]) < avail_[t]) {
+            double d = cost_[t][at[t] + 1] - cost_[t][at[t]];
+            if (d < m) m = d, pick = t;
+          }
+        if (pick < 0) break;
+        ++at[pick];
+        cheapest += m;
+      }
+      double restart = job.running ? p_.costs.restart_s : 0.0;
+      double bound = single_best - restart - cheapest;
+      if (bound > best_u + 1e-12 * std::fabs(best_u) || best_c.empty()) {
+        if (compositions(n, static_cast<int>(types.size()), kExhaustiveVectors) <= kExhaustiveVectors) {
+          c.assign(T_, 0);
+          enumerate(types, 0, n, c, [&](const std::vector<int>& m) {
+            int kinds = 0;
+            for (int t : types) kinds += m[t] > 0 ? 1 : 0;
+            if (kinds > 1 && m != now) consider(m);  // singles and the current mix done above
+          });
+        } else {
+          local_search(j, types, n, best_c, best_u, consider);
+        }
       }
     }
     if (best_c.empty() || best_u == kNegInf) return false;
@@ -395,20 +561,19 @@ class Market {
   }
 
   template <typename F>
-  void enumerate(const std::vector<int>& types, size_t i, int left, const std::vector<int>& avail,
-                 std::vector<int>& c, F& consider) {
+  void enumerate(const std::vector<int>& types, size_t i, int left, std::vector<int>& c, F&& visit) {
     int t = types[i];
     if (i + 1 == types.size()) {
-      if (left <= avail[t]) {
+      if (left <= avail_[t]) {
         c[t] = left;
-        consider(c);
+        visit(c);
         c[t] = 0;
       }
       return;
     }
-    for (int x = 0; x <= std::min(left, avail[t]); ++x) {
+    for (int x = 0; x <= std::min(left, avail_[t]); ++x) {
       c[t] = x;
-      enumerate(types, i + 1, left - x, avail, c, consider);
+      enumerate(types, i + 1, left - x, c, visit);
     }
     c[t] = 0;
   }
@@ -416,19 +581,30 @@ class Market {
   // Pattern search over mixes: move s GPUs from one type to another while it helps, s halving.
   // `start` is the best single-type mix (empty when no single type can hold the job).
   template <typename F>
-  void local_search(const std::vector<int>& types, int n, const std::vector<int>& avail,
-                    std::vector<int> start, F& evaluate) {
-    if (start.empty()) {  // fill the types in order until the job is held
+  void local_search(int j, const std::vector<int>& types, int n, std::vector<int> start,
+                    double start_u, F& evaluate) {
+    std::map<std::vector<int>, double> seen;
+    if (!start.empty()) seen.emplace(start, start_u);  // valued already
+    auto value = [&](const std::vector<int>& c) {
+      auto it = seen.find(c);
+      if (it != seen.end()) return it->second;
+      double u = evaluate(c);
+      seen.emplace(c, u);
+      return u;
+    };
+    if (start.empty()) {  // fill the types fastest first until the job is held
+      std::vector<int> order = types;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
       start.assign(T_, 0);
       int left = n;
-      for (int t : types) {
-        start[t] = std::min(left, avail[t]);
+      for (int t : order) {
+        start[t] = std::min(left, avail_[t]);
         left -= start[t];
       }
       if (left > 0) return;
     }
     std::vector<int> cur = start;
-    double cur_u = evaluate(cur);
+    double cur_u = value(cur);
     int step = 1;
     while (step * 2 <= n / 2) step *= 2;
     for (int guard = 0; step >= 1 && guard < 200; ++guard) {
@@ -436,11 +612,11 @@ class Market {
       double best_move_u = cur_u;
       for (int a : types)
         for (int b : types) {
-          if (a == b || cur[a] < step || cur[b] + step > avail[b]) continue;
+          if (a == b || cur[a] < step || cur[b] + step > avail_[b]) continue;
           std::vector<int> c = cur;
           c[a] -= step;
           c[b] += step;
-          double u = evaluate(c);
+          double u = value(c);
           if (u > best_move_u) {
             best_move_u = u;
             best_move = c;
@@ -455,166 +631,393 @@ class Market {
     }
   }
 
-  // Last resort: any assignment of GPU counts per type (augmenting paths, jobs -> types), which
-  // exists when Hall's condition holds; a job that may not mix must land on one type.
+  // Last resort: any assignment of GPU counts per type (augmenting paths, jobs -> types, several
+  // GPUs per path), which exists when Hall's condition holds; a job that may not mix must land
+  // on one type.
   bool feasible_flow(const std::vector<int>& order) {
-    int J = static_cast<int>(counts_.size());
-    reset(J);
+    std::vector<int> counts = state_.counts;
+    reset(counts);
     std::vector<int> left = topo_.cap_of_type;
-    std::vector<std::vector<int>>& flow = holding_;
-    // Find a path from job j to a type with spare capacity, through types whose GPUs another job
-    // could move elsewhere; push one GPU along it.
-    std::function<bool(int, std::vector<bool>&)> augment = [&](int j, std::vector<bool>& seen) {
-      for (int t = 0; t < T_; ++t) {
-        if (!speeds_.allowed(j, t) || seen[t]) continue;
+    std::function<int(int, int, std::vector<bool>&)> augment = [&](int j, int want,
+                                                                   std::vector<bool>& seen) {
+      for (int t : types_[j]) {
+        if (seen[t]) continue;
         seen[t] = true;
         if (left[t] > 0) {
-          --left[t];
-          ++flow[j][t];
-          return true;
+          int x = std::min(want, left[t]);
+          left[t] -= x;
+          hold(j, t) += x;
+          return x;
         }
-        for (int k = 0; k < J; ++k) {
-          if (k == j || flow[k][t] == 0) continue;
-          if (augment(k, seen)) {  // k took a GPU elsewhere: it gives one of type t to j
-            --flow[k][t];
-            ++flow[j][t];
-            return true;
+        for (int k = 0; k < J_; ++k) {
+          if (k == j || hold(k, t) == 0) continue;
+          int x = augment(k, std::min(want, hold(k, t)), seen);
+          if (x > 0) {  // k took x GPUs elsewhere: it gives x of type t to j
+            hold(k, t) -= x;
+            hold(j, t) += x;
+            return x;
           }
         }
       }
-      return false;
+      return 0;
     };
     for (int j : order)
-      for (int g = 0; g < counts_[j]; ++g) {
+      for (int need = counts[j]; need > 0;) {
         std::vector<bool> seen(T_, false);
-        if (!augment(j, seen)) return false;
+        int x = augment(j, need, seen);
+        if (x == 0) return false;
+        need -= x;
       }
+    // Lots: each job holds its counts at price 0; what is left is free.
+    state_.free = left;
+    state_.lots.assign(T_, {});
+    for (int t = 0; t < T_; ++t) {
+      if (left[t] > 0) state_.lots[t].push_back(Lot{0.0, -1, left[t]});
+      for (int j : order)
+        if (hold(j, t) > 0) state_.lots[t].push_back(Lot{0.0, j, hold(j, t)});
+      std::sort(state_.lots[t].begin(), state_.lots[t].end(), lot_before);
+    }
+    std::vector<int> c(T_);
     for (int j : order) {
       int kinds = 0;
-      for (int t = 0; t < T_; ++t) kinds += flow[j][t] > 0 ? 1 : 0;
+      for (int t = 0; t < T_; ++t) {
+        c[t] = hold(j, t);
+        kinds += c[t] > 0 ? 1 : 0;
+      }
       if (kinds > 1 && !p_.jobs[j].allow_mixed) return false;
-      assigned_[j] = true;
+      state_.assigned[j] = 1;
+      state_.finish[j] = finish_time(j, c, counts[j]);
     }
     return true;
   }
 
+  static bool lot_before(const Lot& a, const Lot& b) {
+    return a.price != b.price ? a.price < b.price : a.holder < b.holder;
+  }
+
+  // Adds a lot in buying order, merged with an equal one (same price and holder).
+  void insert_lot(int t, const Lot& lot) {
+    std::vector<Lot>& lots = state_.lots[t];
+    auto it = std::lower_bound(lots.begin(), lots.end(), lot, lot_before);
+    if (it != lots.end() && it->price == lot.price && it->holder == lot.holder) {
+      it->count += lot.count;
+    } else {
+      lots.insert(it, lot);
+    }
+  }
+
+  // Job j's GPUs become free at the prices they were bought at.
   void release(int j) {
     for (int t = 0; t < T_; ++t) {
-      if (holding_[j][t] == 0) continue;
-      for (Lot& l : lots_[t])
-        if (l.holder == j) l.holder = -1;
-      holding_[j][t] = 0;
+      if (hold(j, t) == 0) continue;
+      std::vector<Lot>& lots = state_.lots[t];
+      std::vector<Lot> freed;
+      for (size_t i = 0; i < lots.size();)
+        if (lots[i].holder == j) {
+          freed.push_back(Lot{lots[i].price, -1, lots[i].count});
+          lots.erase(lots.begin() + static_cast<long>(i));
+        } else {
+          ++i;
+        }
+      for (const Lot& l : freed) insert_lot(t, l);
+      state_.free[t] += hold(j, t);
+      hold(j, t) = 0;
     }
-    assigned_[j] = false;
+    state_.assigned[j] = 0;
   }
 
   void take(int j, const Bid& bid, std::deque<int>& queue) {
-    // First the contested GPUs: evict their holders and count them.
+    // First the contested GPUs (held ones among the cheapest of each type): evict their holders.
     int contested = 0;
     std::vector<int> held_taken(T_, 0);
+    std::vector<int> losers;
     for (int t = 0; t < T_; ++t) {
       int need = bid.counts[t];
-      if (need <= 0) continue;
-      sort_lots(t);
-      for (size_t i = 0; i < lots_[t].size() && need > 0; ++i) {
-        int x = std::min(need, lots_[t][i].count);
-        if (lots_[t][i].holder >= 0) {
+      for (size_t i = 0; i < state_.lots[t].size() && need > 0; ++i) {
+        const Lot& l = state_.lots[t][i];
+        int x = std::min(need, l.count);
+        if (l.holder >= 0) {
           held_taken[t] += x;
           contested += x;
-          int loser = lots_[t][i].holder;
-          release(loser);
-          queue.push_back(loser);
+          losers.push_back(l.holder);
         }
         need -= x;
       }
     }
+    std::sort(losers.begin(), losers.end());
+    losers.erase(std::unique(losers.begin(), losers.end()), losers.end());
+    for (int k : losers) {
+      release(k);
+      queue.push_back(k);
+    }
     double raise = 0;
     if (contested > 0) {
       double margin = bid.second == kNegInf ? 0.0 : bid.utility - bid.second;
-      raise = (margin + epsilon_ * std::max(bid.finish, 1e-9)) / contested;
+      int level = std::min(60, state_.job_bids[j] / kEscalateEvery);
+      double epsilon = std::ldexp(kBidEpsilon, level);
+      raise = (margin + epsilon * std::max(bid.finish, 1e-9)) / contested;
     }
-    // Then buy the cheapest GPUs of each type (evictions freed the contested ones in place).
+    // Then buy the cheapest GPUs of each type (the evictions freed the contested ones in place);
+    // the contested units, the dearest bought, carry the raise.
     for (int t = 0; t < T_; ++t) {
       int need = bid.counts[t];
       if (need <= 0) continue;
-      int contested_left = held_taken[t];
       std::vector<Lot> bought;
-      for (Lot& l : lots_[t]) {
-        if (need == 0) break;
-        if (l.holder >= 0 || l.count == 0) continue;
+      std::vector<Lot>& lots = state_.lots[t];
+      size_t i = 0;
+      while (need > 0 && i < lots.size()) {
+        Lot& l = lots[i];
+        if (l.holder >= 0) {
+          ++i;
+          continue;
+        }
         int x = std::min(need, l.count);
+        bought.push_back(Lot{l.price, j, x});
         l.count -= x;
         need -= x;
-        // Units that were contested are bought at the raised price.
-        int c = std::min(x, contested_left);
-        contested_left -= c;
-        if (c > 0) bought.push_back(Lot{l.price + raise, j, c});
-        if (x - c > 0) bought.push_back(Lot{l.price, j, x - c});
+        if (l.count == 0) {
+          lots.erase(lots.begin() + static_cast<long>(i));
+        } else {
+          ++i;
+        }
       }
-      lots_[t].erase(std::remove_if(lots_[t].begin(), lots_[t].end(),
-                                    [](const Lot& l) { return l.count == 0; }),
-                     lots_[t].end());
-      lots_[t].insert(lots_[t].end(), bought.begin(), bought.end());
-      merge_free(t);
-      holding_[j][t] = bid.counts[t];
+      int raised = held_taken[t];
+      for (auto it = bought.rbegin(); it != bought.rend() && raised > 0; ++it) {
+        int x = std::min(raised, it->count);
+        raised -= x;
+        if (x < it->count) {
+          insert_lot(t, Lot{it->price, j, it->count - x});
+          it->count = x;
+        }
+        it->price += raise;
+      }
+      for (const Lot& l : bought) insert_lot(t, l);
+      hold(j, t) = bid.counts[t];
+      state_.free[t] -= bid.counts[t];
     }
-    assigned_[j] = true;
+    state_.assigned[j] = 1;
+    state_.finish[j] = bid.finish;
   }
 
-  void merge_free(int t) {
-    sort_lots(t);
-    std::vector<Lot> merged;
-    for (const Lot& l : lots_[t]) {
-      if (!merged.empty() && l.holder < 0 && merged.back().holder < 0 &&
-          merged.back().price == l.price) {
-        merged.back().count += l.count;
-      } else {
-        merged.push_back(l);
+  // --- local improvement ---
+
+  struct Column {
+    std::vector<int> counts;
+    double finish;
+  };
+
+  // Every (size, mix) job j may take inside `pool` GPUs per type, with its finish time. Mixes
+  // are enumerated when they are few, else only single types and the fastest-first fill.
+  void columns_in(int j, const std::vector<int>& pool, std::vector<Column>& out) {
+    out.clear();
+    const std::vector<int>& types = types_[j];
+    std::vector<int> c(T_, 0);
+    for (int n : sizes_[j]) {
+      if (n < p_.jobs[j].min_gpus || n > p_.jobs[j].max_gpus) continue;
+      bool mixes = p_.jobs[j].allow_mixed && types.size() > 1;
+      if (mixes && compositions(n, static_cast<int>(types.size()), kLocalMixes) <= kLocalMixes) {
+        std::function<void(size_t, int)> rec = [&](size_t i, int left) {
+          int t = types[i];
+          if (i + 1 == types.size()) {
+            if (left <= pool[t]) {
+              c[t] = left;
+              out.push_back(Column{c, finish_time(j, c, n)});
+              c[t] = 0;
+            }
+            return;
+          }
+          for (int x = 0; x <= std::min(left, pool[t]); ++x) {
+            c[t] = x;
+            rec(i + 1, left - x);
+          }
+          c[t] = 0;
+        };
+        c.assign(T_, 0);
+        rec(0, n);
+        continue;
+      }
+      for (int t : types)
+        if (pool[t] >= n) {
+          c.assign(T_, 0);
+          c[t] = n;
+          out.push_back(Column{c, finish_time(j, c, n)});
+        }
+      if (mixes) {  // fastest single-GPU types first
+        std::vector<int> order = types;
+        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
+        c.assign(T_, 0);
+        int left = n;
+        for (int t : order) {
+          c[t] = std::min(left, pool[t]);
+          left -= c[t];
+        }
+        if (left == 0) out.push_back(Column{c, finish_time(j, c, n)});
       }
     }
-    lots_[t] = std::move(merged);
   }
+
+  std::vector<int> free_counts() const { return state_.free; }
+
+  // Gives job j per-type counts c (finish f) in place of what it holds: lots follow (price 0 for
+  // what it newly takes; prices no longer matter once the market has ended).
+  void reassign(int j, const std::vector<int>& c, double f) {
+    if (state_.assigned[j]) release(j);
+    for (int t = 0; t < T_; ++t) {
+      if (c[t] <= 0) continue;
+      std::vector<Lot>& lots = state_.lots[t];
+      int need = c[t];
+      for (size_t i = 0; i < lots.size() && need > 0;) {
+        if (lots[i].holder >= 0) {
+          ++i;
+          continue;
+        }
+        int x = std::min(need, lots[i].count);
+        lots[i].count -= x;
+        need -= x;
+        if (lots[i].count == 0) lots.erase(lots.begin() + static_cast<long>(i));
+        else ++i;
+      }
+      insert_lot(t, Lot{0.0, j, c[t]});
+      hold(j, t) = c[t];
+      state_.free[t] -= c[t];
+    }
+    int n = 0;
+    for (int x : c) n += x;
+    if (hall_) state_.need_by_mask[mask_[j]] += n - state_.counts[j];
+    state_.counts[j] = n;
+    state_.assigned[j] = 1;
+    state_.finish[j] = f;
+  }
+
+  static bool clearly_better(double candidate, double now) {
+    return candidate < now - 1e-9 * std::max(1.0, std::fabs(now));
+  }
+
+  bool improve_one(int j) {
+    std::vector<int> pool = free_counts();
+    for (int t = 0; t < T_; ++t) pool[t] += hold(j, t);
+    columns_in(j, pool, columns_a_);
+    int best = -1;
+    double best_f = state_.finish[j];
+    for (size_t k = 0; k < columns_a_.size(); ++k)
+      if (clearly_better(columns_a_[k].finish, best_f)) {
+        best = static_cast<int>(k);
+        best_f = columns_a_[k].finish;
+      }
+    if (best < 0) return false;
+    reassign(j, columns_a_[best].counts, best_f);
+    return true;
+  }
+
+  bool pairs_allowed() const {
+    if (J_ > kPairJobs) return false;
+    long states = 1;
+    for (int c : topo_.cap_of_type) {
+      states *= c + 1;
+      if (states > kPairStates) return false;
+    }
+    return true;
+  }
+
+  // Best joint (column of a, column of b) in what is free plus what both hold: for every count
+  // vector r of the pool, the best column of b that fits in r (a dominance table), then one pass
+  // over a's columns.
+  bool improve_pair(int a, int b) {
+    std::vector<int> pool = free_counts();
+    for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + hold(b, t);
+    std::vector<long> stride(T_, 1);
+    long states = 1;
+    for (int t = 0; t < T_; ++t) {
+      stride[t] = states;
+      states *= pool[t] + 1;
+    }
+    columns_in(a, pool, columns_a_);
+    columns_in(b, pool, columns_b_);
+    auto index = [&](const std::vector<int>& c) {
+      long i = 0;
+      for (int t = 0; t < T_; ++t) i += c[t] * stride[t];
+      return i;
+    };
+    table_.assign(states, {INFINITY, -1});
+    for (size_t k = 0; k < columns_b_.size(); ++k) {
+      auto& cell = table_[index(columns_b_[k].counts)];
+      if (columns_b_[k].finish < cell.first) cell = {columns_b_[k].finish, static_cast<int>(k)};
+    }
+    for (int t = 0; t < T_; ++t)  // best over every c <= r: a running minimum along each axis
+      for (long i = 0; i < states; ++i)
+        if ((i / stride[t]) % (pool[t] + 1) > 0 && table_[i - stride[t]].first < table_[i].first)
+          table_[i] = table_[i - stride[t]];
+    double now = state_.finish[a] + state_.finish[b];
+    int best_a = -1, best_b = -1;
+    double best = now;
+    std::vector<int> rest(T_);
+    for (size_t k = 0; k < columns_a_.size(); ++k) {
+      for (int t = 0; t < T_; ++t) rest[t] = pool[t] - columns_a_[k].counts[t];
+      const auto& cell = table_[index(rest)];
+      if (cell.second < 0) continue;
+      double total = columns_a_[k].finish + cell.first;
+      if (clearly_better(total, best)) {
+        best = total;
+        best_a = static_cast<int>(k);
+        best_b = cell.second;
+      }
+    }
+    if (best_a < 0) return false;
+    Column ca = columns_a_[best_a], cb = columns_b_[best_b];
+    release(a);
+    release(b);
+    reassign(a, ca.counts, ca.finish);
+    reassign(b, cb.counts, cb.finish);
+    return true;
+  }
+
+  // --- packing ---
 
   // Each type's GPUs onto nodes. Running jobs that keep their per-type counts go first, on the
   // nodes they hold; then by demand, largest first: the smallest node that holds all of it, else
-  // the emptiest nodes.
+  // the emptiest node, until the demand is met.
   bool pack_nodes() {
-    int J = static_cast<int>(counts_.size());
-    package_.assign(J, {});
+    package_.assign(J_, {});
     std::vector<int> left(topo_.nodes.size());
     for (size_t n = 0; n < topo_.nodes.size(); ++n) left[n] = topo_.nodes[n].cap;
-    std::vector<std::vector<int>> need = holding_;
-    for (int j = 0; j < J; ++j) {
-      if (!assigned_[j] || !p_.jobs[j].running || holding_[j] != topo_.current_types[j]) continue;
+    std::vector<int> need = state_.holding;
+    auto holding_of = [&](int j) {
+      return std::vector<int>(state_.holding.begin() + static_cast<long>(j) * T_,
+                              state_.holding.begin() + static_cast<long>(j + 1) * T_);
+    };
+    for (int j = 0; j < J_; ++j) {
+      if (!state_.assigned[j] || !p_.jobs[j].running || holding_of(j) != topo_.current_types[j])
+        continue;
       bool ok = true;
       for (const auto& [n, g] : topo_.current[j]) ok = ok && left[n] >= g;
       if (!ok) continue;
       for (const auto& [n, g] : topo_.current[j]) {
         left[n] -= g;
         package_[j].push_back({n, g});
-        need[j][topo_.nodes[n].type] -= g;
+        need[static_cast<size_t>(j) * T_ + topo_.nodes[n].type] -= g;
       }
     }
     for (int t = 0; t < T_; ++t) {
       std::vector<int> jobs;
-      for (int j = 0; j < J; ++j)
-        if (assigned_[j] && need[j][t] > 0) jobs.push_back(j);
-      std::stable_sort(jobs.begin(), jobs.end(), [&](int a, int b) { return need[a][t] > need[b][t]; });
-      const std::vector<int>& nodes = topo_.nodes_of_type[t];
+      for (int j = 0; j < J_; ++j)
+        if (state_.assigned[j] && need[static_cast<size_t>(j) * T_ + t] > 0) jobs.push_back(j);
+      auto need_of = [&](int j) { return need[static_cast<size_t>(j) * T_ + t]; };
+      std::stable_sort(jobs.begin(), jobs.end(), [&](int a, int b) { return need_of(a) > need_of(b); });
+      std::set<std::pair<int, int>> room;  // (GPUs left, node)
+      for (int n : topo_.nodes_of_type[t])
+        if (left[n] > 0) room.insert({left[n], n});
       for (int j : jobs) {
-        int k = need[j][t];
+        int k = need_of(j);
         while (k > 0) {
-          int fit = -1, roomiest = -1;
-          for (int n : nodes) {
-            if (left[n] <= 0) continue;
-            if (left[n] >= k && (fit < 0 || left[n] < left[fit])) fit = n;
-            if (roomiest < 0 || left[n] > left[roomiest]) roomiest = n;
-          }
-          int n = fit >= 0 ? fit : roomiest;
-          if (n < 0) return false;
+          if (room.empty()) return false;
+          auto fit = room.lower_bound({k, -1});
+          auto it = fit != room.end() ? fit : std::prev(room.end());
+          int n = it->second;
+          room.erase(it);
           int x = std::min(k, left[n]);
           left[n] -= x;
           k -= x;
+          if (left[n] > 0) room.insert({left[n], n});
           package_[j].push_back({n, x});
         }
       }
@@ -623,11 +1026,10 @@ class Market {
   }
 
   void fill_result(PlacementResult& out) {
-    int J = static_cast<int>(counts_.size());
-    out.jobs.assign(J, JobPlacement{});
+    out.jobs.assign(J_, JobPlacement{});
     out.objective_s = 0;
-    for (int j = 0; j < J; ++j) {
-      if (!assigned_[j]) continue;
+    for (int j = 0; j < J_; ++j) {
+      if (!state_.assigned[j]) continue;
       JobPlacement& jp = out.jobs[j];
       for (const auto& [n, g] : package_[j]) {
         if (g <= 0) continue;
@@ -635,7 +1037,7 @@ class Market {
         jp.gpus_by_type[speeds_.types()[topo_.nodes[n].type]] += g;
         jp.total += g;
       }
-      jp.iters_per_s = speed_with_locality(p_, speeds_, topo_, j, package_[j]);
+      jp.iters_per_s = speed_with_locality(speeds_, topo_, j, package_[j]);
       jp.finish_s = p_.jobs[j].remaining / jp.iters_per_s;
       if (p_.jobs[j].running && !same_as_current(j, jp.gpus_by_node))
         jp.finish_s += p_.costs.restart_s;
@@ -653,15 +1055,22 @@ class Market {
   const PlacementProblem& p_;
   PlacementSpeeds& speeds_;
   const Topology& topo_;
-  int T_;
+  const std::vector<std::vector<int>>& sizes_;
+  int T_, J_;
+  long budget_;
+  long work_ = 0;
+  int fallbacks_ = 0;
+  bool hall_ = true;
   std::vector<int> max_node_;
-  std::vector<int> counts_;
-  std::vector<std::vector<Lot>> lots_;          // per type
-  std::vector<std::vector<int>> holding_;       // per job, per type
-  std::vector<bool> assigned_;
+  std::vector<std::vector<int>> types_;  // per job: allowed types
+  std::vector<double> v1_;               // J x T single-GPU speeds
+  std::vector<unsigned> mask_;           // per job: allowed types as bits
+  State state_;
+  std::vector<std::vector<double>> cost_;  // scratch of best_package
+  std::vector<int> avail_;
+  std::vector<Column> columns_a_, columns_b_;
+  std::vector<std::pair<double, int>> table_;
   std::vector<std::vector<std::pair<int, int>>> package_;  // per job: (node, GPUs) after packing
-  double epsilon_ = kBidEpsilon;
-  long bids_ = 0;
 };
 
 double elapsed_ms(std::chrono::steady_clock::time_point t0) {
@@ -683,6 +1092,23 @@ void check_counts(const PlacementProblem& p, const std::vector<int>& counts, con
   }
 }
 
+// Whether each (model, type) of the problem is known to the throughput model, asked once per
+// distinct model (the planner passes thousands of jobs of a few tens of models).
+class KnownTypes {
+ public:
+  KnownTypes(const PlacementProblem& p, const std::vector<std::string>& types) {
+    for (const PlacementJob& job : p.jobs) {
+      auto [it, fresh] = known_.emplace(job.model, std::vector<bool>());
+      if (!fresh) continue;
+      for (const std::string& t : types) it->second.push_back(p.model->iters_per_s(job.model, t, 1) > 0);
+    }
+  }
+  const std::vector<bool>& of(const std::string& model) const { return known_.at(model); }
+
+ private:
+  std::map<std::string, std::vector<bool>> known_;
+};
+
 }  // namespace
 
 // --- support ------------------------------------------------------------------------------------
@@ -690,8 +1116,8 @@ void check_counts(const PlacementProblem& p, const std::vector<int>& counts, con
 void validate_placement_problem(const PlacementProblem& p) {
   if (!p.model) throw InputError("placement: no throughput model");
   p.cluster.validate();
-  std::set<std::string> types;
-  for (const Node& n : p.cluster.nodes) types.insert(n.gpu_type);
+  std::vector<std::string> types = p.cluster.types();
+  KnownTypes known(p, types);
   for (size_t i = 0; i < p.jobs.size(); ++i) {
     int j = static_cast<int>(i);
     const PlacementJob& job = p.jobs[i];
@@ -702,9 +1128,10 @@ void validate_placement_problem(const PlacementProblem& p) {
     if (job.max_gpus < job.min_gpus)
       throw InputError(job_name(p, j) + ": max_gpus " + std::to_string(job.max_gpus) +
                        " is below min_gpus " + std::to_string(job.min_gpus));
+    std::vector<std::string> listed = listed_types(job);
     bool runnable = false;
-    for (const std::string& t : types)
-      if (type_listed(job, t) && p.model->iters_per_s(job.model, t, 1) > 0) runnable = true;
+    for (size_t t = 0; t < types.size(); ++t)
+      runnable = runnable || (type_listed(listed, types[t]) && known.of(job.model)[t]);
     if (!runnable)
       throw InputError(job_name(p, j) +
                        ": no GPU type of the cluster is both allowed and known for its model");
@@ -717,12 +1144,11 @@ void validate_placement_problem(const PlacementProblem& p) {
   }
 }
 
-std::vector<int> placement_sizes(const PlacementProblem& p, int j) {
+std::vector<int> placement_sizes(const PlacementProblem& p, const PlacementSpeeds& speeds, int j) {
   const PlacementJob& job = p.jobs[j];
-  int usable = 0;
-  for (const Node& n : p.cluster.nodes)
-    if (type_listed(job, n.gpu_type) && p.model->iters_per_s(job.model, n.gpu_type, 1) > 0)
-      usable += n.usable();
+  long usable = 0;
+  for (int t = 0; t < speeds.num_types(); ++t)
+    if (speeds.allowed(j, t)) usable += speeds.usable()[t];
   std::set<int> sizes;
   auto add = [&](long s) {
     if (s >= job.min_gpus && s <= job.max_gpus && s <= usable) sizes.insert(static_cast<int>(s));
@@ -735,6 +1161,14 @@ std::vector<int> placement_sizes(const PlacementProblem& p, int j) {
     for (int s = job.min_gpus; s <= job.max_gpus && s <= usable; ++s) add(s);
   }
   return std::vector<int>(sizes.begin(), sizes.end());
+}
+
+long placement_work_budget(int jobs, int samples) {
+  // The phases stop at the budget; the one package search under way may finish past it, by at
+  // most its own valuations: the types, the current mix and the mixes it enumerates or searches.
+  constexpr long kLastSearch = 64 + 200L * 12 * 11 + 16;
+  return kWorkBase + kWorkPerJob * std::max(0, jobs) + kWorkPerSample * std::max(0, samples) +
+         kLastSearch;
 }
 
 size_t PlacementSpeeds::CountsHash::operator()(const std::vector<int>& v) const {
@@ -750,14 +1184,9 @@ PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
   for (size_t t = 0; t < types_.size(); ++t) usable_[t] = p.cluster.usable_of_type(types_[t]);
   std::map<std::string, int> index;
   for (const PlacementJob& job : p.jobs) {
-    if (index.count(job.model)) {
-      model_index_.push_back(index[job.model]);
-      continue;
-    }
-    int m = static_cast<int>(model_names_.size());
-    index[job.model] = m;
-    model_index_.push_back(m);
-    model_names_.push_back(job.model);
+    auto [it, fresh] = index.emplace(job.model, static_cast<int>(model_names_.size()));
+    model_index_.push_back(it->second);
+    if (fresh) model_names_.push_back(job.model);
   }
   // The restricted copy: the problem's models' measured points only.
   bool predicted = false;
@@ -773,31 +1202,58 @@ PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
   const ThroughputModel* oracle = restricted_.empty() ? p.model : restricted_.front().get();
   oracle_.assign(model_names_.size(), oracle);
   cache_.resize(model_names_.size());
+  packed_cache_.resize(model_names_.size());
+  single_cache_.assign(model_names_.size(), std::vector<std::vector<double>>(types_.size()));
+  pack_bits_ = types_.empty() ? 0 : static_cast<int>(std::min<size_t>(21, 64 / types_.size()));
+  KnownTypes known(p, types_);
   allowed_.assign(p.jobs.size(), std::vector<bool>(types_.size(), false));
-  for (size_t j = 0; j < p.jobs.size(); ++j)
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    std::vector<std::string> listed = listed_types(p.jobs[j]);
     for (size_t t = 0; t < types_.size(); ++t)
-      allowed_[j][t] = type_listed(p.jobs[j], types_[t]) &&
-                       p.model->iters_per_s(p.jobs[j].model, types_[t], 1) > 0;
+      allowed_[j][t] = type_listed(listed, types_[t]) && known.of(p.jobs[j].model)[t];
+  }
 }
 
 double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
   int m = model_index_[job];
-  auto& cache = cache_[m];
-  auto it = cache.find(counts);
-  if (it != cache.end()) return it->second;
+  // Packed key: every count below 2^pack_bits_ (12 bits each for five types).
+  uint64_t key = 0;
+  bool packed = pack_bits_ > 0;
+  for (size_t t = 0; t < counts.size() && packed; ++t) {
+    if (counts[t] < 0 || counts[t] >= (1 << pack_bits_)) packed = false;
+    key |= static_cast<uint64_t>(counts[t]) << (pack_bits_ * t);
+  }
+  if (packed) {
+    auto it = packed_cache_[m].find(key);
+    if (it != packed_cache_[m].end()) return it->second;
+  } else {
+    auto it = cache_[m].find(counts);
+    if (it != cache_[m].end()) return it->second;
+  }
   std::map<std::string, int> by_type;
   for (size_t t = 0; t < counts.size(); ++t)
     if (counts[t] > 0) by_type[types_[t]] = counts[t];
   ++evaluations_;
   double v = by_type.empty() ? 0.0 : oracle_[m]->iters_per_s_mixed(model_names_[m], by_type);
-  cache.emplace(counts, v);
+  if (packed) {
+    packed_cache_[m].emplace(key, v);
+  } else {
+    cache_[m].emplace(counts, v);
+  }
   return v;
 }
 
 double PlacementSpeeds::single(int job, int type, int n) {
+  std::vector<double>& row = single_cache_[model_index_[job]][type];
+  if (n >= 0 && n < static_cast<int>(row.size()) && row[n] >= 0) return row[n];
   std::vector<int> c(types_.size(), 0);
   c[type] = n;
-  return speed(job, c);
+  double v = speed(job, c);
+  if (n >= 0 && n <= 4096) {
+    if (n >= static_cast<int>(row.size())) row.resize(n + 1, -1.0);
+    row[n] = v;
+  }
+  return v;
 }
 
 std::vector<int> placement_seed_counts(const PlacementProblem& p) {
@@ -805,7 +1261,7 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   int J = static_cast<int>(p.jobs.size());
   int T = speeds.num_types();
   std::vector<std::vector<int>> sizes(J);
-  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(p, j);
+  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(p, speeds, j);
   // Pooled speed estimate: the fastest single allowed type with room for n, else the mix that
   // fills the fastest types first.
   auto speed = [&](int j, int n) {
@@ -828,7 +1284,7 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   };
   // The pool is shared, but a category must also respect the types each job may use.
   Topology topo(p, speeds);
-  Market market(p, speeds, topo);
+  Market market(p, speeds, topo, sizes, placement_work_budget(J, 0));
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
   int pool = p.cluster.usable_gpus();
@@ -898,13 +1354,18 @@ PlacementResult market_match(const PlacementProblem& problem, const std::vector<
   auto t0 = std::chrono::steady_clock::now();
   PlacementSpeeds speeds(problem);
   check_counts(problem, counts, "the category");
+  int J = static_cast<int>(problem.jobs.size());
+  std::vector<std::vector<int>> sizes(J);
+  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
   Topology topo(problem, speeds);
-  Market market(problem, speeds, topo);
+  Market market(problem, speeds, topo, sizes, placement_work_budget(J, 0));
   PlacementResult r;
-  if (!market.run(counts, r))
+  if (!market.run(counts) || !market.finish_result(r))
     throw InputError("placement: the category does not fit the cluster's usable GPUs of the "
                      "jobs' allowed types");
   r.categories_evaluated = 1;
+  r.work = market.work();
+  r.auction_fallbacks = market.fallbacks();
   r.solve_ms = elapsed_ms(t0);
   return r;
 }
@@ -918,22 +1379,14 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   std::vector<int> counts = seed_counts.empty() && J > 0 ? placement_seed_counts(problem)
                                                          : seed_counts;
   check_counts(problem, counts, "the seed category");
-  Topology topo(problem, speeds);
-  Market market(problem, speeds, topo);
   std::vector<std::vector<int>> sizes(J);
-  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, j);
+  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
+  Topology topo(problem, speeds);
+  Market market(problem, speeds, topo, sizes, placement_work_budget(J, samples));
 
-  PlacementResult best;
-  best.jobs.assign(J, JobPlacement{});
-  int evaluated = 0;
-  // The seed itself; if it cannot be matched, shrink its largest job one size (else let the
-  // last running job wait) until it can.
-  for (;;) {
-    bool any = false;
-    for (int c : counts) any = any || c > 0;
-    if (!any) break;
-    ++evaluated;
-    if (market.run(counts, best)) break;
+  // The seed itself; while it cannot be matched, shrink its largest job one size (else let the
+  // last running job wait). Hall's condition is checked first: it costs no market.
+  auto shrink_one = [&]() {
     int shrink = -1;
     for (int j = 0; j < J; ++j) {
       if (counts[j] <= 0) continue;
@@ -943,62 +1396,102 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
     if (shrink >= 0) {
       auto it = std::lower_bound(sizes[shrink].begin(), sizes[shrink].end(), counts[shrink]);
       counts[shrink] = *(it - 1);
-    } else {
-      for (int j = J - 1; j >= 0; --j)
-        if (counts[j] > 0) {
-          counts[j] = 0;
-          break;
-        }
+      return;
     }
-  }
-  // Sampling around the best category so far: halve or double one job, move GPUs from one job
-  // to another (one halves, one doubles), or change a few jobs at once.
-  std::vector<int> best_counts = counts;
-  std::vector<int> movable;
-  for (int j = 0; j < J; ++j)
-    if (counts[j] > 0 && sizes[j].size() > 1) movable.push_back(j);
-  std::set<std::vector<int>> visited{counts};
-  std::mt19937 rng(seed);
-  auto step = [&](std::vector<int>& c, int j, int dir) {
-    auto it = std::lower_bound(sizes[j].begin(), sizes[j].end(), c[j]);
-    long i = it - sizes[j].begin();
-    if (it == sizes[j].end() || *it != c[j]) {  // a seed size outside the list
-      i = dir > 0 ? i - 1 : i;
-    }
-    long k = i + dir;
-    if (k < 0 || k >= static_cast<long>(sizes[j].size())) return false;
-    c[j] = sizes[j][k];
-    return true;
-  };
-  for (int s = 1; s < samples && !movable.empty(); ++s) {
-    std::vector<int> cand;
-    bool found = false;
-    for (int attempt = 0; attempt < 32 && !found; ++attempt) {
-      cand = best_counts;
-      std::uniform_int_distribution<size_t> pick(0, movable.size() - 1);
-      double r = std::uniform_real_distribution<double>(0, 1)(rng);
-      bool changed = false;
-      if (r < 0.35 || movable.size() == 1) {
-        changed = step(cand, movable[pick(rng)], rng() % 2 ? 1 : -1);
-      } else if (r < 0.7) {
-        int a = movable[pick(rng)], b = movable[pick(rng)];
-        if (a != b) changed = step(cand, a, -1) && step(cand, b, 1);
-      } else {
-        int k = 2 + static_cast<int>(rng() % 2);
-        for (int i = 0; i < k; ++i) changed = step(cand, movable[pick(rng)], rng() % 2 ? 1 : -1) || changed;
+    for (int j = J - 1; j >= 0; --j)
+      if (counts[j] > 0) {
+        counts[j] = 0;
+        return;
       }
-      found = changed && !visited.count(cand) && market.may_fit(cand);
-      if (changed) visited.insert(cand);
+  };
+  int evaluated = 0;
+  bool matched = false;
+  for (;;) {
+    bool any = false;
+    for (int c : counts) any = any || c > 0;
+    if (!any) break;
+    if (!market.may_fit(counts)) {
+      shrink_one();
+      continue;
     }
-    if (!found) continue;
-    PlacementResult r;
     ++evaluated;
-    if (market.run(cand, r) && r.objective_s < best.objective_s) {
-      best = r;
-      best_counts = cand;
+    if (market.run(counts)) {
+      matched = true;
+      break;
     }
+    shrink_one();
+  }
+  PlacementResult best;
+  best.jobs.assign(J, JobPlacement{});
+  if (matched) {
+    // Sampling around the best category so far: halve or double one job, move GPUs from one
+    // job to another (one shrinks, one grows), or change a few jobs at once.
+    std::vector<int> movable;
+    for (int j = 0; j < J; ++j)
+      if (counts[j] > 0 && sizes[j].size() > 1) movable.push_back(j);
+    Market::State best_state = market.state();
+    double best_obj = market.objective();
+    std::set<std::vector<std::pair<int, int>>> visited;  // changes tried from the current best
+    std::mt19937 rng(seed);
+    auto step = [&](std::vector<std::pair<int, int>>& changes, int j, int dir) {
+      int now = market.counts()[j];
+      for (const auto& [k, n] : changes)
+        if (k == j) now = n;
+      auto it = std::lower_bound(sizes[j].begin(), sizes[j].end(), now);
+      long i = it - sizes[j].begin();
+      if (it == sizes[j].end() || *it != now) i = dir > 0 ? i - 1 : i;  // a size off the list
+      long k = i + dir;
+      if (k < 0 || k >= static_cast<long>(sizes[j].size())) return false;
+      for (auto& [job, n] : changes)
+        if (job == j) {
+          n = sizes[j][k];
+          return true;
+        }
+      changes.push_back({j, sizes[j][k]});
+      return true;
+    };
+    for (int s = 1; s < samples && !movable.empty() && !market.out_of_work(); ++s) {
+      std::vector<std::pair<int, int>> changes;
+      bool found = false;
+      for (int attempt = 0; attempt < 32 && !found; ++attempt) {
+        changes.clear();
+        std::uniform_int_distribution<size_t> pick(0, movable.size() - 1);
+        double r = std::uniform_real_distribution<double>(0, 1)(rng);
+        bool changed = false;
+        if (r < 0.35 || movable.size() == 1) {
+          changed = step(changes, movable[pick(rng)], rng() % 2 ? 1 : -1);
+        } else if (r < 0.7) {
+          int a = movable[pick(rng)], b = movable[pick(rng)];
+          if (a != b) changed = step(changes, a, -1) && step(changes, b, 1);
+        } else {
+          int k = 2 + static_cast<int>(rng() % 2);
+          for (int i = 0; i < k; ++i)
+            changed = step(changes, movable[pick(rng)], rng() % 2 ? 1 : -1) || changed;
+        }
+        std::sort(changes.begin(), changes.end());
+        for (const auto& [j, n] : changes) changed = changed && n != market.counts()[j];
+        found = changed && !visited.count(changes) && market.may_fit_changes(changes);
+        if (changed) visited.insert(changes);
+      }
+      if (!found) continue;
+      ++evaluated;
+      if (market.rerun(changes)) {
+        double obj = market.objective();
+        if (obj < best_obj) {
+          best_obj = obj;
+          best_state = market.state();
+          visited.clear();
+          continue;
+        }
+      }
+      market.restore(best_state);
+    }
+    market.improve();
+    if (!market.finish_result(best)) best.jobs.assign(J, JobPlacement{});
   }
   best.categories_evaluated = evaluated;
+  best.work = market.work();
+  best.auction_fallbacks = market.fallbacks();
   best.solve_ms = elapsed_ms(t0);
   return best;
 }

@@ -72,7 +72,7 @@ PlacementResult optimal_placement_mip(const PlacementProblem& problem, double ti
       columns.push_back(Column{j, c, cost});
     };
     std::vector<int> c(T, 0);
-    for (int n : placement_sizes(problem, j)) {
+    for (int n : placement_sizes(problem, speeds, j)) {
       if (!job.allow_mixed) {
         for (int t : types)
           if (speeds.usable()[t] >= n) {

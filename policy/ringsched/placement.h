@@ -45,10 +45,16 @@ struct PlacementResult {
   double objective_s = 0;          // sum of finish_s over jobs that run
   int categories_evaluated = 0;
   double solve_ms = 0;
+  // Package valuations done (a job's finish time on a per-type count vector, priced or not):
+  // the unit of work that placement_work_budget() bounds.
+  long work = 0;
+  // Markets that reached their bid cap and ended with the greedy / flow fallback.
+  int auction_fallbacks = 0;
 };
 
-// The whole scheme: K sampled categories around `seed_counts` (per job, 0 = none; e.g. the
-// doubling result), a market matching for each, the best kept. Deterministic for the same seed.
+// The whole scheme: the market on `seed_counts` (per job, 0 = none; e.g. the doubling result),
+// up to K sampled category changes evaluated incrementally, a local improvement, node packing.
+// Deterministic for the same seed; its work stays within placement_work_budget().
 PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<int>& seed_counts,
                              int samples, unsigned seed);
 

@@ -4,6 +4,7 @@
 // optimises, so that the market's gap to it is measured on the same terms).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -22,7 +23,13 @@ void validate_placement_problem(const PlacementProblem& problem);
 // Sizes job j may take, ascending: the powers of two inside [min, max] when the problem asks for
 // them, plus min and max themselves (an inelastic job with min = max = 3 runs on 3), capped at
 // the usable GPUs of its allowed types.
-std::vector<int> placement_sizes(const PlacementProblem& problem, int job);
+class PlacementSpeeds;
+std::vector<int> placement_sizes(const PlacementProblem& problem, const PlacementSpeeds& speeds,
+                                 int job);
+
+// Upper bound on PlacementResult::work for place_hetero on `jobs` jobs with `samples` categories:
+// linear in both, whatever the cluster size.
+long placement_work_budget(int jobs, int samples);
 
 // Speeds of jobs on per-type GPU counts, through ThroughputModel::iters_per_s_mixed, memoised per
 // (model, counts). The profile-table scan inside the model dominates its cost, so the oracle asks
@@ -56,6 +63,11 @@ class PlacementSpeeds {
   std::vector<const ThroughputModel*> oracle_;     // per distinct model
   std::vector<std::unique_ptr<ThroughputModel>> restricted_;
   std::vector<std::unordered_map<std::vector<int>, double, CountsHash>> cache_;
+  // The same values keyed by the counts packed into 64 bits (when they fit): the hot path.
+  std::vector<std::unordered_map<uint64_t, double>> packed_cache_;
+  int pack_bits_ = 0;  // bits per type in a packed key; 0: never packed
+  // Single-type speeds per (model, type), indexed by GPU count; < 0: not asked yet.
+  std::vector<std::vector<std::vector<double>>> single_cache_;
   long evaluations_ = 0;
 };
 
