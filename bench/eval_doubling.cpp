@@ -8,6 +8,14 @@
 // 2, 4 or 8 GPUs, on a cluster of 8..256 GPUs. Speeds come from ThroughputModel (measured points,
 // ring-model fit beyond them). Every job is pending, so the static problem is the whole problem.
 // Prints a progress line, a table per pool and overall, and a JSON summary (jansson).
+//
+// --scale times doubling_heuristic alone at planner sizes instead (issue 2 point 7: 64, 1,000
+// and 10,000 GPUs x 100, 1,000 and 2,000 jobs), on jobs drawn as bench/bench_planner draws them
+// (Gavel models, each on one of k80/p100/v100; min 1, max 1..64; 20% inelastic at their maximum):
+// a first call with every job pending, then every other job that got GPUs is made running at
+// that size and the steady-state call (60 s later) is timed, paper steps and with the local
+// improvement pass. Where every job ran in the first call, the first plan's gap to the DP is
+// printed too.
 #include <jansson.h>
 
 #include <algorithm>
@@ -55,15 +63,119 @@ struct Stats {
   double mean(double sum) const { return instances ? sum / instances : 0; }
 };
 
+double micros_since(std::chrono::steady_clock::time_point t0);
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// --scale: milliseconds per doubling_heuristic call at planner sizes (see the top comment).
+int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
+              const std::vector<int>& job_counts, int repeats, unsigned seed) {
+  const std::vector<std::string> types = {"k80", "p100", "v100"};
+  std::vector<std::pair<std::string, std::string>> curves;  // (model, type) with a speed
+  for (const std::string& m : gavel.table().models())
+    for (const std::string& t : types)
+      if (gavel.knows(m, t) && gavel.iters_per_s(m, t, 1) > 0) curves.emplace_back(m, t);
+  ResizeCosts costs;  // defaults: 30 s restart, gain > 2 x restart, 300 s interval
+  std::printf("# doubling_heuristic alone: median of %d calls, ms; default ResizeCosts\n", repeats);
+  std::printf("%8s %6s %9s %9s %10s %10s %8s %8s %9s %9s\n", "gpus", "jobs", "first_ms", "dp_ms",
+              "paper_ms", "ours_ms", "running", "resized", "paper%", "ours%");
+  for (int total : gpu_sizes)
+    for (int n_jobs : job_counts) {
+      std::mt19937_64 rng(seed + 7919u * total + 104729u * n_jobs);
+      std::uniform_real_distribution<double> unit(0, 1);
+      std::vector<DoublingJob> jobs(n_jobs);
+      for (DoublingJob& job : jobs) {
+        const auto& [model, type] = curves[rng() % curves.size()];
+        const ThroughputModel* tm = &gavel;
+        std::string m = model, t = type;
+        job.speed = [tm, m, t](int n) { return tm->iters_per_s(m, t, n); };
+        job.remaining = (1e3 + unit(rng) * (1e6 - 1e3)) * (0.1 + 0.9 * unit(rng));
+        job.min_gpus = 1;
+        job.max_gpus = std::min(total, 1 << (rng() % 7));
+        job.elastic = unit(rng) >= 0.2;
+        job.requested = job.max_gpus;
+        if (job.elastic) job.max_gpus = std::max(1, job.max_gpus);
+      }
+      // Policy order: shortest remaining run time on one GPU first.
+      std::vector<int> order(jobs.size());
+      std::vector<double> key(jobs.size());
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        order[j] = static_cast<int>(j);
+        double v = jobs[j].speed(1);
+        key[j] = v > 0 ? jobs[j].remaining / v : 1e300;
+      }
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key[a] < key[b]; });
+      double now = 100000;
+      auto t0 = std::chrono::steady_clock::now();
+      DoublingResult first = doubling_heuristic(jobs, order, total, costs, now);
+      double first_ms = micros_since(t0) / 1000;
+      // Gap of the first (all pending) plan to the optimum, where the DP's problem is the same.
+      bool all_ran = std::all_of(first.gpus.begin(), first.gpus.end(), [](int g) { return g > 0; });
+      double dp_ms = -1, ours_gap = -1, paper_gap = -1;
+      if (all_ran) {
+        t0 = std::chrono::steady_clock::now();
+        DoublingResult dp = optimal_static(jobs, total);
+        dp_ms = micros_since(t0) / 1000;
+        DoublingResult paper =
+            doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{false});
+        ours_gap = 100 * (first.objective_s / dp.objective_s - 1);
+        paper_gap = 100 * (paper.objective_s / dp.objective_s - 1);
+      }
+      int running = 0;
+      for (size_t j = 0; j < jobs.size(); j += 2)
+        if (first.gpus[j] > 0) {
+          jobs[j].running = true;
+          jobs[j].current_gpus = first.gpus[j];
+          jobs[j].last_resize_s = now - 1000;
+          ++running;
+        }
+      now += 60;
+      std::vector<double> paper_ms, ours_ms;
+      int resized = 0;
+      for (int r = 0; r < repeats; ++r) {
+        t0 = std::chrono::steady_clock::now();
+        DoublingResult p = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{false});
+        paper_ms.push_back(micros_since(t0) / 1000);
+        t0 = std::chrono::steady_clock::now();
+        DoublingResult o = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{true});
+        ours_ms.push_back(micros_since(t0) / 1000);
+        if (r == 0)
+          for (size_t j = 0; j < jobs.size(); ++j)
+            resized += jobs[j].running && o.gpus[j] != jobs[j].current_gpus;
+      }
+      std::printf("%8d %6d %9.2f %9.2f %10.2f %10.2f %8d %8d ", total, n_jobs, first_ms, dp_ms,
+                  median(paper_ms), median(ours_ms), running, resized);
+      if (all_ran)
+        std::printf("%9.3f %9.3f\n", paper_gap, ours_gap);
+      else
+        std::printf("%9s %9s\n", "-", "-");
+      std::fflush(stdout);
+    }
+  std::printf("(first: the all-pending call with the local improvement pass; paper/ours: the\n"
+              " steady-state call; resized: running jobs the plan resizes; %%: gap of the first plan\n"
+              " to the DP optimum, '-' where some job waits and the DP's problem differs)\n");
+  return 0;
+}
+
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: eval_doubling [--seed N] [--instances N] [--profiles DIR]\n"
+               "       eval_doubling --scale [--gpus N,..] [--jobs N,..] [--repeats N]\n"
                "Gap of the doubling heuristic (paper steps, and with our local improvement) to\n"
                "the exact DP optimum on random instances from the ElasticFlow and Gavel tables.\n"
                "  --seed N        random seed (default 1)\n"
                "  --instances N   number of instances, 1..1000000 (default 1000)\n"
                "  --show N        also print instance N: jobs, speeds and the three plans\n"
                "  --profiles DIR  folder with elasticflow.csv and gavel.csv\n"
+               "  --per-instance  also print one line per instance: objectives of dp, paper, ours\n"
+               "                  (%%.17g, to compare two builds exactly)\n"
+               "  --scale         instead: time doubling_heuristic alone at planner sizes\n"
+               "  --gpus N,N,...  cluster sizes for --scale (default 64,1000,10000)\n"
+               "  --jobs N,N,...  job counts for --scale (default 100,1000,2000)\n"
+               "  --repeats N     timed calls per --scale cell, median printed (default 3)\n"
                "                  (default: the source tree's data/profiles)\n"
                "  --help          this text\n");
 }
@@ -78,6 +190,21 @@ long parse_long(const std::string& option, const char* text, long lo, long hi) {
     std::exit(2);
   }
   return v;
+}
+
+// A comma-separated list of integers, each in lo..hi.
+std::vector<int> parse_list(const std::string& option, const char* text, long lo, long hi) {
+  std::vector<int> out;
+  std::string s = text;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    out.push_back(static_cast<int>(parse_long(option, item.c_str(), lo, hi)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 double micros_since(std::chrono::steady_clock::time_point t0) {
@@ -108,11 +235,23 @@ int main(int argc, char** argv) {
   long instances = 1000;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles";
   long show = -1;
+  bool scale = false;
+  bool per_instance = false;
+  long repeats = 3;
+  std::vector<int> scale_gpus = {64, 1000, 10000}, scale_jobs = {100, 1000, 2000};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       usage(stdout);
       return 0;
+    }
+    if (a == "--scale") {
+      scale = true;
+      continue;
+    }
+    if (a == "--per-instance") {
+      per_instance = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "eval_doubling: unknown option or missing value: %s\n", a.c_str());
@@ -127,6 +266,12 @@ int main(int argc, char** argv) {
       show = parse_long(a, argv[++i], 0, 1000000);
     else if (a == "--profiles")
       profiles = argv[++i];
+    else if (a == "--gpus")
+      scale_gpus = parse_list(a, argv[++i], 1, 1000000);
+    else if (a == "--jobs")
+      scale_jobs = parse_list(a, argv[++i], 1, 100000);
+    else if (a == "--repeats")
+      repeats = parse_long(a, argv[++i], 1, 1000);
     else {
       std::fprintf(stderr, "eval_doubling: unknown option %s\n", a.c_str());
       usage(stderr);
@@ -142,6 +287,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "eval_doubling: %s\n", e.what());
     return 1;
   }
+  if (scale) return run_scale(gavel, scale_gpus, scale_jobs, static_cast<int>(repeats), seed);
   std::vector<Pool> pools = {{"elasticflow-a100", &elasticflow, {"a100"}},
                              {"elasticflow-t4", &elasticflow, {"t4"}},
                              {"gavel", &gavel, {"k80", "p100", "v100"}}};
@@ -211,6 +357,9 @@ int main(int argc, char** argv) {
                    inst, paper_gap, ours_gap);
       return 1;
     }
+    if (per_instance)
+      std::printf("instance %ld %.17g %.17g %.17g\n", inst, dp.objective_s, paper.objective_s,
+                  ours.objective_s);
     if (inst == show) {
       std::printf("instance %ld: %s/%s, %d GPUs; objective dp %.1f s, paper %.1f s, ours %.1f s\n",
                   inst, pool.name.c_str(), type.c_str(), total, dp.objective_s, paper.objective_s,
