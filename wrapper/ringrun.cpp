@@ -463,6 +463,7 @@ int main(int argc, char** argv) {
     // --- watch: the first event decides; everything then takes the checkpoint path ---
     int target = 0;         // size to restart at (0: none decided)
     std::string target_type;  // GPU type to restart on ("" keeps the current one)
+    bool slurm_owns_restart = false;
     std::string reason;
     bool stopping = false, failed = false;
     std::chrono::steady_clock::time_point stop_sent;
@@ -499,6 +500,10 @@ int main(int argc, char** argv) {
           } else {
             target = world;
             reason = sig == SIGUSR1 ? "SIGUSR1 (time limit or preemption)" : std::string(strsignal(sig));
+            // SIGTERM/SIGINT come from scancel, or from Slurm's own requeue or preemption: Slurm
+            // decides what happens to the job, so we checkpoint but do not requeue it ourselves
+            // (that would bring a cancelled job back).
+            if (sig != SIGUSR1) slurm_owns_restart = true;
           }
         }
         auto t = std::chrono::steady_clock::now();
@@ -567,7 +572,7 @@ int main(int argc, char** argv) {
     ringrun::env::event(o.ckpt_dir, "checkpointed step " + std::to_string(ck.step));
     if (!target) target = world;
 
-    if (job && !o.no_requeue) {
+    if (job && !o.no_requeue && !slurm_owns_restart) {
       // From here on Slurm's own SIGTERM (our requeue) must not interrupt the sequence.
       signal(SIGTERM, SIG_IGN);
       double rq = 0, up = 0;

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# ringjobs.sh: run a workload of real ring-allreduce training jobs on the local Slurm cluster and
+# measure it. Used by scripts/run-demo.sh (the main job) and bench/ab_slurm.sh (the A/B run).
+#
+#   ringjobs.sh run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S]
+#   ringjobs.sh table DIR         the JCT table and the summary of a finished run
+#
+# The trace is DESIGN 5's format: job_id,submit_s,model,gpus,iterations[,min_gpus,max_gpus,
+# elastic,user,spb]. Each job is `ringrun -- ringrun-train --emulate-model=MODEL`: every iteration
+# takes the time the Gavel profile gives for the GPU type and count it runs on, while the
+# allreduce between its workers is real.
+#   ringsched: sbatch --ring-model/--ring-gpus/--ring-iters (elastic jobs --ring-elastic), no gres:
+#              the plugins pick type and count and resize elastic jobs while they run.
+#   stock:     sbatch --gres=gpu:GPUS (untyped): cons_tres + backfill + the default priority.
+# The cluster must already be up with the matching plugin setting (scripts/testcluster.sh).
+# Times come from each job's events file (ringrun(1)); JCT = finish - submit.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+die() { echo "ringjobs: error: $*" >&2; exit 1; }
+
+cmd_run() {
+  local trace="" mode="" out="" builddir="${RINGSCHED_BUILDDIR:-$repo/build}" timeout=600
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --trace) trace=$2; shift 2 ;;
+      --mode) mode=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      --builddir) builddir=$2; shift 2 ;;
+      --timeout) timeout=$2; shift 2 ;;
+      *) die "run: unknown option $1" ;;
+    esac
+  done
+  [ -f "$trace" ] || die "run: --trace FILE missing or unreadable: '$trace'"
+  case $mode in ringsched|stock) ;; *) die "run: --mode must be ringsched or stock, not '$mode'" ;; esac
+  [ -n "$out" ] || die "run: --out DIR missing"
+  case $timeout in ''|*[!0-9]*) die "run: --timeout must be seconds" ;; esac
+  builddir=$(cd "$builddir" && pwd)
+  local ringrun=$builddir/wrapper/ringrun train=$builddir/wrapper/ringrun-train
+  [ -x "$ringrun" ] && [ -x "$train" ] || die "run: $ringrun or $train not built"
+  local profiles=${RINGSCHED_PROFILES:-$repo/data/profiles/gavel.csv}
+  rm -rf "$out"
+  mkdir -p "$out/jobs" "$out/logs" "$out/ck"
+  out=$(cd "$out" && pwd)
+  echo "$mode" > "$out/mode"
+
+  # Validate the whole trace before submitting anything.
+  awk -F, 'NR == 1 { next } /^#/ || NF == 0 { next }
+    NF < 5 || $2 !~ /^[0-9.]+$/ || $4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ || $3 !~ /^[A-Za-z0-9_.-]+$/ ||
+    $1 !~ /^[A-Za-z0-9_.-]+$/ || (NF >= 7 && ($6 !~ /^[0-9]+$/ || $7 !~ /^[0-9]+$/)) {
+      printf "ringjobs: %s line %d: malformed row: %s\n", FILENAME, NR, $0 > "/dev/stderr"; bad = 1 }
+    END { exit bad }' "$trace" || die "run: bad trace $trace"
+
+  local t0 line
+  t0=$(date +%s.%N)
+  echo "$t0" > "$out/t0"
+  local rows=()
+  while IFS= read -r line; do rows+=("$line"); done < <(awk -F, 'NR > 1 && !/^#/ && NF >= 5' "$trace" | sort -t, -k2,2g)
+  echo "ringjobs: $mode: submitting ${#rows[@]} jobs from $trace"
+  local monitor_pid
+  monitor "$out" "${#rows[@]}" "$timeout" & monitor_pid=$!
+  local r
+  for r in "${rows[@]}"; do
+    IFS=, read -r id submit model gpus iters min max elastic user spb <<<"$r"
+    min=${min:-$gpus}; max=${max:-$gpus}; elastic=${elastic:-0}; spb=${spb:-0}
+    local now wait
+    now=$(date +%s.%N)
+    wait=$(awk -v t0="$t0" -v s="$submit" -v n="$now" 'BEGIN { w = t0 + s - n; print (w > 0 ? w : 0) }')
+    sleep "$wait"
+    local name=j$id script=$out/jobs/j$id.sh
+    {
+      echo "#!/bin/sh"
+      echo "exec $ringrun --model=$model --profiles=$profiles --report=$out/measured.csv --ckpt-dir=$out/ck/$name \\"
+      echo "  -- $train --steps=$iters --log-every=100000 --emulate-model=$model$([ "$spb" = 1 ] && echo ' --spb')"
+    } > "$script"
+    chmod +x "$script"
+    local args=(--parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append --requeue)
+    if [ "$mode" = ringsched ]; then
+      args+=(--ring-model="$model" --ring-gpus="$min-$max" --ring-iters="$iters")
+      if [ "$elastic" = 1 ]; then args+=(--ring-elastic); else args+=(--ring-fixed); fi
+      [ "$spb" = 1 ] && args+=(--ring-spb)
+    else
+      args+=(--gres=gpu:"$gpus")
+    fi
+    local jid
+    if ! jid=$(sbatch "${args[@]}" "$script" 2>"$out/logs/$name.sbatch.err"); then
+      echo "ringjobs: sbatch of $name refused: $(cat "$out/logs/$name.sbatch.err")"
+      echo "$name refused" >> "$out/refused"
+      continue
+    fi
+    printf '%s %s %s %s %s %s %s\n' "$name" "$jid" "$(date +%s.%N)" "$model" "$gpus" "$min-$max" "$elastic" >> "$out/submitted"
+  done
+  wait "$monitor_pid" || true
+  cmd_table "$out"
+}
+
+# Live view: prints each job's state and size changes until every job is done (or timeout).
+monitor() {
+  local out=$1 total=$2 timeout=$3
+  declare -A last
+  local start=$SECONDS
+  while :; do
+    sleep 2
+    local t=$((SECONDS - start))
+    local lines
+    lines=$(squeue -h -o '%i|%j|%T|%b|%D|%N' 2>/dev/null || true)
+    local id name state tres nodes nodelist
+    while IFS='|' read -r id name state tres nodes nodelist; do
+      [ -n "$name" ] || continue
+      grep -q "^$name $id " "$out/submitted" 2>/dev/null || continue  # not one of this run's jobs
+      local gpus type desc
+      gpus=$(sed -n 's/.*gpu:\([A-Za-z0-9_-]*:\)\{0,1\}\([0-9]*\).*/\2/p' <<<"$tres")
+      type=$(sed -n 's/.*gpu:\([A-Za-z][A-Za-z0-9_-]*\):[0-9].*/\1/p' <<<"$tres")
+      gpus=$(( ${gpus:-0} * ${nodes:-1} ))
+      desc="$state $gpus x ${type:-any}"
+      [ "$state" = RUNNING ] && desc="$desc on $nodelist"
+      if [ "${last[$name]:-}" != "$desc" ]; then
+        local prev=${last[$name]:-} what=""
+        local pg=${prev#* }; pg=${pg%% *}
+        if [ "$state" = RUNNING ]; then
+          case $prev in
+            RUNNING*) what="resized" ;;
+            *) what="placed" ;;
+          esac
+        elif [ "$state" = PENDING ] && [[ $prev == RUNNING* ]]; then
+          what="requeued to resize"
+        fi
+        if [[ $prev == *RUNNING* || $prev == PENDING* ]] && [ -n "$pg" ] && [ "$pg" != "$gpus" ] && [ "$gpus" -gt 0 ]; then
+          if [ "$gpus" -gt "$pg" ]; then what="$what, grown $pg -> $gpus"; else what="$what, shrunk $pg -> $gpus"; fi
+        fi
+        printf '[%4ds] %-6s %-28s %s\n' "$t" "$name" "$desc" "$what"
+        last[$name]=$desc
+      fi
+    done <<<"$lines"
+    local done_jobs
+    done_jobs=$( { grep -l -E ' (finished|worker_failed)' "$out"/ck/*/events 2>/dev/null || true; } | wc -l)
+    local refused=0
+    [ -f "$out/refused" ] && refused=$(wc -l < "$out/refused")
+    if [ "$done_jobs" -ge $((total - refused)) ] && [ -z "$(squeue -h -o %i 2>/dev/null)" ]; then
+      echo "ringjobs: all $done_jobs jobs done after ${t}s"
+      return
+    fi
+    if [ "$t" -ge "$timeout" ]; then
+      echo "ringjobs: timeout after ${t}s with $done_jobs of $total jobs done; cancelling the rest"
+      scancel --quiet "--user=$(id -un)" 2>/dev/null || true
+      return
+    fi
+  done
+}
+
+cmd_table() {
+  local out=$1
+  [ -f "$out/submitted" ] || die "table: $out/submitted missing (not a ringjobs run folder)"
+  local mode
+  mode=$(cat "$out/mode" 2>/dev/null || echo "?")
+  printf '\n%-6s %-18s %-6s %-7s %9s %9s %9s %8s %s\n' job model asked sizes submit_s end_s jct_s restarts result
+  local name jid sub model gpus range elastic
+  while read -r name jid sub model gpus range elastic; do
+    local ev=$out/ck/$name/events end="" result="unfinished" restarts=0 sizes=""
+    if [ -f "$ev" ]; then
+      end=$(awk '$2 == "finished" { print $1 }' "$ev" | tail -1)
+      grep -q ' worker_failed' "$ev" && result="FAILED"
+      [ -n "$end" ] && result="ok"
+      restarts=$(awk '$2 == "workers_started" { n++ } END { print (n > 0 ? n - 1 : 0) }' "$ev")
+      sizes=$(awk '$2 == "workers_started" { s = s (s == "" ? "" : ">") $3 } END { print s }' "$ev")
+    fi
+    local jct="-" endrel="-" subrel
+    subrel=$(awk -v a="$sub" -v t0="$(cat "$out/t0")" 'BEGIN { printf "%.1f", a - t0 }')
+    if [ -n "$end" ]; then
+      jct=$(awk -v a="$sub" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+      endrel=$(awk -v b="$end" -v t0="$(cat "$out/t0")" 'BEGIN { printf "%.1f", b - t0 }')
+    fi
+    printf '%-6s %-18s %-6s %-7s %9s %9s %9s %8s %s\n' "$name" "$model" "$range" "${sizes:--}" "$subrel" "$endrel" "$jct" "$restarts" "$result"
+    printf '%s %s %s %s %s\n' "$name" "$jct" "$endrel" "$restarts" "$result" >> "$out/rows.tmp"
+  done < "$out/submitted"
+  awk -v mode="$mode" '{ n++; if ($2 != "-") { j += $2; ok++; if ($3 > mk) mk = $3 } r += $4 }
+    END { printf "\n%s: %d jobs, %d finished; average JCT %.1f s; makespan %.1f s; restarts %d\n",
+            mode, n, ok, (ok ? j / ok : 0), mk, r
+          printf "{\"mode\":\"%s\",\"jobs\":%d,\"finished\":%d,\"avg_jct_s\":%.2f,\"makespan_s\":%.2f,\"restarts\":%d}\n",
+            mode, n, ok, (ok ? j / ok : 0), mk, r > "/dev/stderr" }' "$out/rows.tmp" 2>"$out/summary.json"
+  rm -f "$out/rows.tmp"
+}
+
+case ${1:-} in
+  run) shift; cmd_run "$@" ;;
+  table) shift; cmd_table "$@" ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] | table DIR | --help" >&2; exit 2 ;;
+esac

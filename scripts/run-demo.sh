@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The main job (scripts/demo.sh execs this): on a fresh Debian 12 machine, as root, it installs
+# the dependencies, builds out of tree in ./build, starts the local heterogeneous Slurm cluster
+# (2 nodes x 4 GPUs each of v100, p100, k80) with ringsched active, runs a mixed workload of real
+# ring-allreduce training jobs (ringrun + ringrun-train, several models, some elastic, one with
+# SPB; each iteration emulates its GPU type's profiled speed, the allreduce is real), shows live
+# what is placed, grown and shrunk, prints a JCT table and tears the cluster down.
+#   scripts/run-demo.sh [--keep]      --keep leaves the cluster up afterwards
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+log() { printf 'demo: %s\n' "$*"; }
+keep=0
+for a in "$@"; do
+  case $a in
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "demo: unknown option $a (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "demo: run as root (it starts munged, slurmctld and slurmd)" >&2; exit 1; }
+
+t_start=$SECONDS
+log "1/5 dependencies"
+bash scripts/install-deps.sh
+[ -x scripts/fetch-slurm-src.sh ] && bash scripts/fetch-slurm-src.sh >/dev/null
+
+log "2/5 build (out of tree in ./build)"
+if [ ! -x configure ] || [ configure.ac -nt configure ]; then autoreconf -fi >/dev/null 2>&1; fi
+mkdir -p build
+(cd build && { [ -f config.status ] || ../configure -q; } && make -j"$(nproc)" >make.log 2>&1) ||
+  { tail -30 build/make.log; log "build failed (build/make.log)"; exit 1; }
+for f in wrapper/ringrun wrapper/ringrun-train plugins/priority/ringsched/.libs/priority_ringsched.so; do
+  [ -e "build/$f" ] || { log "build/$f missing after the build"; exit 1; }
+done
+
+log "3/5 local heterogeneous cluster with ringsched"
+export RINGSCHED_CLUSTER_DIR=$top/.run/demo-cluster
+mkdir -p "$RINGSCHED_CLUSTER_DIR"
+# A demo lasts minutes, so replanning is fast and a resize pays off sooner than in production;
+# RestartCost is the resize latency measured on this cluster (bench/resize_latency.sh).
+cat > "$RINGSCHED_CLUSTER_DIR/ringsched.conf" <<CONF
+# ringsched.conf of the demo cluster (see ringsched.conf(5))
+Policy=combined
+ReplanInterval=3
+RestartCost=8
+MinGainMultiple=1.5
+MinResizeInterval=20
+Samples=32
+ProfileFiles=$top/data/profiles/gavel.csv
+FeatureFile=$top/data/model_features.csv
+PlanFile=$RINGSCHED_CLUSTER_DIR/plan.json
+MaxGpusPerJob=8
+CONF
+teardown() { [ $keep = 1 ] || scripts/testcluster.sh down >/dev/null 2>&1 || true; }
+trap teardown EXIT
+scripts/testcluster.sh up --plugins --builddir="$top/build"
+eval "$(scripts/testcluster.sh env)"
+
+log "4/5 workload: 8 ring jobs (job_id,submit_s,model,gpus,iterations,min,max,elastic,user,spb)"
+run=$top/.run/demo
+mkdir -p "$run"
+cat > "$run/trace.csv" <<TRACE
+job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb
+1,0,resnet50-b64,4,600,1,8,1,alice,0
+2,2,transformer-b128,2,500,1,8,1,bob,0
+3,4,resnet18-b128,2,2500,2,2,0,carol,0
+4,8,lm-b80,2,4000,1,4,1,dave,0
+5,12,cyclegan,1,250,1,1,0,erin,0
+6,20,resnet50-b64,4,500,2,8,1,frank,1
+7,30,transformer-b64,4,900,4,4,0,grace,0
+8,40,a3c,1,500,1,1,0,heidi,0
+TRACE
+cat "$run/trace.csv"
+log "live view: [seconds] job state size (placed / requeued to resize / grown / shrunk)"
+scripts/ringjobs.sh run --trace "$run/trace.csv" --mode ringsched --out "$run/result" --builddir "$top/build" --timeout 420
+
+log "5/5 plan of the policy engine at the end: $RINGSCHED_CLUSTER_DIR/plan.json; per-job logs: $run/result/logs"
+if [ -f "$run/result/measured.csv" ]; then
+  log "measured iteration speeds accepted into $run/result/measured.csv: $(($(wc -l < "$run/result/measured.csv") - 1)) points"
+fi
+log "done in $((SECONDS - t_start)) s"
