@@ -170,13 +170,13 @@ void usage(FILE* out) {
                "  --instances N   number of instances, 1..1000000 (default 1000)\n"
                "  --show N        also print instance N: jobs, speeds and the three plans\n"
                "  --profiles DIR  folder with elasticflow.csv and gavel.csv\n"
+               "                  (default: the source tree's data/profiles)\n"
                "  --per-instance  also print one line per instance: objectives of dp, paper, ours\n"
                "                  (%%.17g, to compare two builds exactly)\n"
                "  --scale         instead: time doubling_heuristic alone at planner sizes\n"
                "  --gpus N,N,...  cluster sizes for --scale (default 64,1000,10000)\n"
                "  --jobs N,N,...  job counts for --scale (default 100,1000,2000)\n"
                "  --repeats N     timed calls per --scale cell, median printed (default 3)\n"
-               "                  (default: the source tree's data/profiles)\n"
                "  --help          this text\n");
 }
 

@@ -32,6 +32,7 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -42,6 +43,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxTotalGpus = 1000000;  // bounds the DP's table and every loop over sizes
+// Work budget of the local improvement pass per planning round (see improve_locally): a base
+// that the evaluation's instances (up to 30 jobs, 256 GPUs; at most ~1e5 used) stay below,
+// plus a share per job.
+constexpr double kImproveWorkBase = 1e6;
+constexpr double kImproveWorkPerJob = 5e3;
+// Step 3 for large rounds: sweeps of estimate-and-pin, each followed by one full re-plan.
+constexpr int kMaxSweeps = 32;
 
 std::string job_name(size_t j) { return "job " + std::to_string(j); }
 
@@ -70,6 +78,7 @@ class JobCurves {
     if (total_gpus > kMaxTotalGpus)
       throw InputError("doubling: total_gpus over " + std::to_string(kMaxTotalGpus));
     speeds_.resize(jobs.size());
+    pow2_speeds_.resize(jobs.size());
     for (size_t j = 0; j < jobs.size(); ++j) {
       const DoublingJob& job = jobs[j];
       std::string who = job_name(j);
@@ -119,6 +128,10 @@ class JobCurves {
   }
 
   double speed(size_t j, int n) const {
+    if (n > 0 && is_power_of_two(n)) {
+      size_t k = log2_of(n);
+      if (k < pow2_speeds_[j].size()) return pow2_speeds_[j][k];
+    }
     auto it = speeds_[j].find(n);
     return it != speeds_[j].end() ? it->second : 0.0;
   }
@@ -146,11 +159,24 @@ class JobCurves {
       throw InputError(job_name(j) + ": speed on " + std::to_string(n) + " GPUs is " + number(v) +
                        " iterations/s; must be finite and >= 0");
     speeds_[j][n] = v;
+    // Powers of two, the sizes every round asks for most, also go to a flat table.
+    if (n > 0 && is_power_of_two(n)) {
+      size_t k = log2_of(n);
+      if (pow2_speeds_[j].size() <= k) pow2_speeds_[j].resize(k + 1, 0.0);
+      pow2_speeds_[j][k] = v;
+    }
+  }
+
+  static size_t log2_of(int n) {
+    size_t k = 0;
+    while ((1 << k) < n) ++k;
+    return k;
   }
 
   const std::vector<DoublingJob>& jobs_;
   int total_;
   std::vector<std::map<int, double>> speeds_;
+  std::vector<std::vector<double>> pow2_speeds_;  // [j][k]: v(2^k), 0 where not evaluated
 };
 
 // Why a job waits after admission.
@@ -191,11 +217,21 @@ class DoublingRound {
       seen[j] = 1;
     }
     order_ = order;
+    scratch_.assign(jobs.size(), -1);
     rank_.assign(jobs.size(), 0);
     for (size_t k = 0; k < order.size(); ++k) rank_[order[k]] = static_cast<int>(k);
   }
 
   DoublingResult run() {
+    if (curves_.size() <= static_cast<size_t>(std::max(0, steps_.exact_hysteresis_max_jobs)))
+      return run_exact();
+    return run_incremental();
+  }
+
+ private:
+  // Step 3 with a full re-plan per running job the plan resizes, and one pin per pass: at most
+  // n passes of n re-plans. The reference for small rounds (DoublingSteps).
+  DoublingResult run_exact() {
     size_t n = curves_.size();
     std::vector<char> pinned(n, 0);
     std::vector<double> resize_gain(n, kInf);  // measured gain of each running job's resize
@@ -238,7 +274,269 @@ class DoublingRound {
     return describe(plan, pinned, pinned_for_interval, resize_gain);
   }
 
- private:
+  // Step 3 for large rounds. A plan with job j held at its current size differs from the plan
+  // only in what j's GPUs do: when j grew, the GPUs it would not take go to the next doublings
+  // the greedy had no room for (best TI first, or a waiting job that now fits); when j shrank,
+  // the GPUs it keeps come from the doublings that save least per GPU (undone, smallest TI
+  // first), then from the lowest-priority jobs, which wait. hold() builds that repaired plan from
+  // an index of those marginal doublings in O(moves x log n) plus one cost evaluation, instead
+  // of a full re-plan. A sweep estimates every resized running job, visits them worst first
+  // (interval violations, then the smallest gain; ties: lowest priority first) and pins each
+  // one that still violates a rule on the plan as repaired by the pins before it -- so two jobs
+  // that could each make room are not both held. Then one full re-plan with all the pins, and
+  // another sweep, until a sweep pins nothing.
+  DoublingResult run_incremental() {
+    size_t n = curves_.size();
+    std::vector<char> pinned(n, 0);
+    std::vector<double> resize_gain(n, kInf);
+    std::vector<char> pinned_for_interval(n, 0);
+    Assignment plan = plan_round(pinned);
+    for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+      Assignment w = plan;  // the plan as repaired by this sweep's pins
+      Margins m = index_margins(w, pinned);
+      double w_cost = planning_cost(w);
+      struct Candidate {
+        bool too_soon;
+        double gain;
+        int job;
+      };
+      std::vector<Candidate> candidates;
+      for (size_t j = 0; j < n; ++j) {
+        if (!is_resized(w, pinned, j)) continue;
+        Held h = hold(w, pinned, m, static_cast<int>(j));
+        double gain = h.cost - w_cost + costs_.restart_s;
+        candidates.push_back({too_soon(j, h, w), gain, static_cast<int>(j)});
+      }
+      std::sort(candidates.begin(), candidates.end(), [this](const Candidate& x, const Candidate& y) {
+        if (x.too_soon != y.too_soon) return x.too_soon;
+        if (x.gain != y.gain) return x.gain < y.gain;
+        return rank_[x.job] > rank_[y.job];
+      });
+      bool pinned_any = false;
+      for (const Candidate& c : candidates) {
+        size_t j = static_cast<size_t>(c.job);
+        if (!is_resized(w, pinned, j)) continue;  // an earlier pin's repair moved it back
+        Held h = hold(w, pinned, m, c.job);
+        double gain = h.cost - w_cost + costs_.restart_s;
+        resize_gain[j] = gain;
+        bool soon = too_soon(j, h, w);
+        bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
+        if (!soon && !too_small) continue;
+        pinned[j] = 1;
+        pinned_for_interval[j] = soon;
+        pinned_any = true;
+        apply(h, w, m, pinned);
+        w_cost = h.cost;
+      }
+      if (!pinned_any) break;
+      plan = plan_round(pinned);
+    }
+    return describe(plan, pinned, pinned_for_interval, resize_gain);
+  }
+
+  // A running job, not held, whose planned size differs from its current one.
+  bool is_resized(const Assignment& a, const std::vector<char>& pinned, size_t j) const {
+    const DoublingJob& job = curves_.job(j);
+    return job.running && !pinned[j] && curves_.current_is_valid(j) &&
+           a.gpus[j] != job.current_gpus;
+  }
+
+  // The marginal doublings of a plan, indexed. grow[k]: next doublings of jobs now at 2^k GPUs
+  // (a doubling needs 2^k free GPUs), best TI first, ties by policy order as in step 2. undo:
+  // each resizable job's last doubling above its base, least TI first, ties lowest priority
+  // first. Keys are recomputed from (job, size), so an entry is removed by recomputing it.
+  using Key = std::tuple<double, int, int>;
+  struct Margins {
+    std::vector<std::set<Key>> grow;
+    std::set<Key> undo;
+    int waiting = 0;  // jobs that wait for room (WaitWhy::NoRoom)
+  };
+
+  static int size_class(int size) {
+    int k = 0;
+    while ((1 << k) < size) ++k;
+    return k;
+  }
+
+  // Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).
+  bool next_doubling(size_t j, int size, bool resizable, double* ti) const {
+    if (size <= 0 || !resizable) return false;
+    long next = 2L * size;
+    if (next > curves_.cap(j) || curves_.speed(j, static_cast<int>(next)) <= 0) return false;
+    *ti = (cost(j, size) - cost(j, static_cast<int>(next))) / size;
+    return *ti > 0;
+  }
+
+  // The doubling that brought j to `size`, if j is resizable and above its base.
+  bool last_doubling(size_t j, int size, bool resizable, double* ti) const {
+    if (!resizable || size <= curves_.base(j) || size % 2) return false;
+    *ti = (cost(j, size / 2) - cost(j, size)) / (size / 2);
+    return true;
+  }
+
+  void index_job(Margins& m, size_t j, int size, bool resizable, bool add) const {
+    double ti;
+    if (next_doubling(j, size, resizable, &ti)) {
+      Key k{-ti, rank_[j], static_cast<int>(j)};
+      auto& set = m.grow[size_class(size)];
+      if (add) set.insert(k); else set.erase(k);
+    }
+    if (last_doubling(j, size, resizable, &ti)) {
+      Key k{ti, -rank_[j], static_cast<int>(j)};
+      if (add) m.undo.insert(k); else m.undo.erase(k);
+    }
+  }
+
+  Margins index_margins(const Assignment& a, const std::vector<char>& pinned) const {
+    Margins m;
+    m.grow.resize(size_class(std::max(1, curves_.total())) + 2);
+    for (size_t j = 0; j < curves_.size(); ++j) {
+      if (a.gpus[j] > 0) index_job(m, j, a.gpus[j], may_resize(j, pinned), true);
+      else if (a.wait_why[j] == WaitWhy::NoRoom) ++m.waiting;
+    }
+    return m;
+  }
+
+  // A plan with one more job held, as changes to the plan it was repaired from.
+  struct Held {
+    int job = -1;                            // the job held
+    std::vector<std::pair<int, int>> sizes;  // (job, new size; 0: waits for room)
+    int free = 0;
+    int admitted = 0;
+    double cost = 0;  // planning_cost of the repaired plan
+  };
+
+  // The interval rule: resized too recently, unless holding it makes a job wait that would start.
+  bool too_soon(size_t j, const Held& h, const Assignment& a) const {
+    return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s &&
+           h.admitted >= a.admitted;
+  }
+
+  // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
+  Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j) const {
+    Held h;
+    h.job = j;
+    h.free = a.free;
+    h.admitted = a.admitted;
+    std::vector<int> touched;
+    auto size_of = [&](int k) { return scratch_[k] >= 0 ? scratch_[k] : a.gpus[k]; };
+    auto set_size = [&](int k, int size) {
+      if (scratch_[k] < 0) touched.push_back(k);
+      scratch_[k] = size;
+    };
+    auto resizable = [&](int k) { return k != j && may_resize(k, pinned); };
+    int now = a.gpus[j], keep = curves_.job(j).current_gpus;
+    set_size(j, keep);
+    h.free += now - keep;
+    if (now == 0) ++h.admitted;
+    // 1. Room for what j keeps: undo the doublings that save least, then stop low-priority jobs.
+    std::priority_queue<Key, std::vector<Key>, std::greater<Key>> undo_more;  // re-halvings
+    auto undo_it = m.undo.begin();
+    while (h.free < 0) {
+      while (undo_it != m.undo.end() && scratch_[std::get<2>(*undo_it)] >= 0) ++undo_it;  // stale
+      bool from_set = undo_it != m.undo.end() && (undo_more.empty() || *undo_it < undo_more.top());
+      if (!from_set && undo_more.empty()) break;
+      int k = from_set ? std::get<2>(*undo_it) : std::get<2>(undo_more.top());
+      if (from_set) ++undo_it; else undo_more.pop();
+      int size = size_of(k);
+      set_size(k, size / 2);
+      h.free += size / 2;
+      double ti;
+      if (last_doubling(k, size / 2, resizable(k), &ti)) undo_more.emplace(ti, -rank_[k], k);
+    }
+    for (size_t r = order_.size(); h.free < 0 && r-- > 0;) {
+      int k = order_[r];
+      if (k == j || pinned[k] || size_of(k) <= 0) continue;
+      h.free += size_of(k);
+      set_size(k, 0);
+      --h.admitted;
+    }
+    // 2. Use what is free: admission comes before doubling, so waiting jobs first (policy
+    // order), then the greedy's next doublings that fit.
+    std::vector<Key> grow_more;  // doublings of jobs this repair changed
+    auto push_grow = [&](int k, int size) {
+      double ti;
+      if (next_doubling(k, size, resizable(k), &ti)) grow_more.emplace_back(-ti, rank_[k], k);
+    };
+    if (h.free > 0 && m.waiting > 0)
+      for (int k : order_) {
+        if (h.free <= 0) break;
+        if (scratch_[k] >= 0 || pinned[k] || a.gpus[k] > 0 || a.wait_why[k] != WaitWhy::NoRoom)
+          continue;
+        int b = curves_.base(k);
+        if (b > h.free) continue;
+        set_size(k, b);
+        h.free -= b;
+        ++h.admitted;
+        push_grow(k, b);
+      }
+    std::vector<std::set<Key>::const_iterator> heads(m.grow.size());
+    for (size_t c = 0; c < m.grow.size(); ++c) heads[c] = m.grow[c].begin();
+    while (h.free > 0) {
+      const Key* best = nullptr;
+      int best_size = 0;
+      for (size_t c = 0; c < m.grow.size() && (1 << c) <= h.free; ++c) {
+        auto& it = heads[c];
+        while (it != m.grow[c].end() && scratch_[std::get<2>(*it)] >= 0) ++it;  // stale
+        if (it != m.grow[c].end() && (!best || *it < *best)) {
+          best = &*it;
+          best_size = 1 << c;
+        }
+      }
+      size_t more = grow_more.size();
+      for (size_t x = 0; x < grow_more.size(); ++x) {
+        int k = std::get<2>(grow_more[x]);
+        int size = size_of(k);
+        if (size > h.free) continue;
+        if (!best || grow_more[x] < *best) {
+          best = &grow_more[x];
+          best_size = size;
+          more = x;
+        }
+      }
+      if (!best) break;
+      int k = std::get<2>(*best);
+      if (more < grow_more.size()) {
+        grow_more.erase(grow_more.begin() + more);
+      } else {
+        ++heads[size_class(best_size)];
+      }
+      if (size_of(k) != best_size) continue;  // stale overlay entry
+      set_size(k, 2 * best_size);
+      h.free -= best_size;
+      push_grow(k, 2 * best_size);
+    }
+    h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
+                           [&](size_t k) { return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0; });
+    for (int k : touched) {
+      h.sizes.emplace_back(k, scratch_[k]);
+      scratch_[k] = -1;
+    }
+    return h;
+  }
+
+  // Makes the repaired plan the working plan: sizes, free GPUs, admissions and the index.
+  void apply(const Held& h, Assignment& a, Margins& m, const std::vector<char>& pinned) const {
+    // The index keys of a job depend on whether it may be resized: unindex every changed job
+    // as it was indexed (the job just held was still resizable), then index it as it is now.
+    for (const auto& [k, size] : h.sizes) {
+      if (a.gpus[k] > 0)
+        index_job(m, k, a.gpus[k], k == h.job ? curves_.job(k).elastic : may_resize(k, pinned),
+                  false);
+      if (a.gpus[k] == 0 && a.wait_why[k] == WaitWhy::NoRoom) --m.waiting;
+      a.gpus[k] = size;
+      if (size > 0) {
+        a.wait_why[k] = WaitWhy::None;
+        index_job(m, k, size, may_resize(k, pinned), true);
+      } else {
+        a.wait_why[k] = WaitWhy::NoRoom;
+        ++m.waiting;
+      }
+    }
+    a.free = h.free;
+    a.admitted = h.admitted;
+  }
+
   // cost(n): R / v(n), plus C when a running job's size changes.
   double cost(size_t j, int n) const {
     double t = curves_.run_time(j, n);
@@ -328,7 +626,17 @@ class DoublingRound {
       int release;   // GPUs it frees (> 0: a shrink)
     };
     // Each move strictly lowers the objective over a finite set of plans; the cap is a guard.
+    // The work budget (moves looked at plus knapsack cells) grows with the number of jobs, so
+    // that a round of thousands of jobs stops improving after a bounded time instead of applying
+    // one best move per full scan for as long as moves help; small rounds never reach it.
+    double budget = kImproveWorkBase + kImproveWorkPerJob * static_cast<double>(n);
+    size_t options = 0;
+    for (const auto& s : sizes) options += s.size();
     for (int iter = 0; iter < 100000; ++iter) {
+      // One scan costs about options * log(options) (the sort of the shrinks).
+      double scan = static_cast<double>(options) * (1 + std::log2(1.0 + options));
+      if (scan > budget) break;
+      budget -= scan;
       Change best_single{-eps, -1, 0, 0};
       std::vector<Change> shrinks, grows;
       for (size_t j = 0; j < n; ++j) {
@@ -380,26 +688,35 @@ class DoublingRound {
       // (least total loss freeing enough GPUs; a small knapsack per growing job). Skipped when the
       // table would be too large (thousands of jobs and GPUs), leaving the pair moves.
       std::vector<std::vector<const Change*>> options_of(n);
+      std::vector<int> donors;  // jobs with a shrink, in job order
       for (const Change& c : shrinks) options_of[c.job].push_back(&c);
+      for (size_t d = 0; d < n; ++d)
+        if (!options_of[d].empty()) donors.push_back(static_cast<int>(d));
+      std::vector<std::vector<int>> grows_of(n);  // indices into grows, per growing job
+      std::vector<long> need_of(n, 0);            // most GPUs a grow of the job needs freed
+      for (size_t k = 0; k < grows.size(); ++k) {
+        const Change& g = grows[k];
+        grows_of[g.job].push_back(static_cast<int>(k));
+        need_of[g.job] = std::max<long>(need_of[g.job], -g.release - a.free);
+      }
       std::vector<std::pair<int, int>> many_moves;  // (job, size) of each donor of the best move
       int many_grow = -1;
       double work_left = 2e7;  // knapsack cells per round of moves, so large rounds stay fast
       for (size_t j = 0; j < n; ++j) {
-        long need_max = 0;
-        for (const Change& g : grows)
-          if (g.job == static_cast<int>(j)) need_max = std::max<long>(need_max, -g.release - a.free);
+        long need_max = need_of[j];
         if (need_max <= 0) continue;
-        double work = static_cast<double>(shrinks.size()) * (need_max + 1);
-        if (work > work_left) continue;
+        double work = static_cast<double>(shrinks.size() + donors.size()) * (need_max + 1);
+        if (work > work_left || work > budget) continue;
         work_left -= work;
+        budget -= work;
         int cap_n = static_cast<int>(need_max);
         // least[x]: least loss freeing x GPUs (x = cap_n: at least cap_n), over the donors so far.
         std::vector<double> least(cap_n + 1, kInf);
         least[0] = 0;
         struct Step { int from = -1; const Change* change = nullptr; };
         std::vector<std::vector<Step>> steps;  // per donor job considered, per state
-        for (size_t d = 0; d < n; ++d) {
-          if (d == j || options_of[d].empty()) continue;
+        for (int d : donors) {
+          if (d == static_cast<int>(j)) continue;
           std::vector<double> next = least;
           std::vector<Step> step(cap_n + 1);
           for (const Change* c : options_of[d])
@@ -421,16 +738,15 @@ class DoublingRound {
           if (least[x] < least[b]) b = x;
           arg[x] = b;
         }
-        for (size_t k = 0; k < grows.size(); ++k) {
+        for (int k : grows_of[j]) {
           const Change& g = grows[k];
-          if (g.job != static_cast<int>(j)) continue;
           int need = -g.release - a.free;
           int state = arg[need];
           if (least[state] == kInf) continue;
           double d = g.delta + least[state];
           if (d < best_pair) {
             best_pair = d;
-            many_grow = static_cast<int>(k);
+            many_grow = k;
             many_moves.clear();
             for (size_t t = steps.size(); t-- > 0;) {
               const Step& st = steps[t][state];
@@ -463,31 +779,48 @@ class DoublingRound {
         break;
       }
     }
+#ifdef DOUBLING_WORK_TRACE
+    std::fprintf(stderr, "WORK %zu %.0f\n", n, kImproveWorkBase + kImproveWorkPerJob * n - budget);
+#endif
   }
 
   // Sum of costs of the jobs that run plus, for waiting jobs, an estimate of when they could
   // start (the planned jobs' finish times free GPUs) and their run at base size. Only used to
   // compare plans of the same round.
   double planning_cost(const Assignment& a) const {
-    size_t n = curves_.size();
+    return planning_cost(a, [&](size_t j) { return a.gpus[j]; }, a.free,
+                         [&](size_t j) { return a.wait_why[j] == WaitWhy::NoRoom; });
+  }
+
+  // The same for sizes given by size_of(j), `free` GPUs left, and waits_for_room(j) telling
+  // whether a job with size 0 waits for room. O(n log n): finish times sorted once, then a
+  // binary search over the GPUs they free per waiting job.
+  template <typename SizeOf, typename WaitsForRoom>
+  double planning_cost(const Assignment& a, SizeOf size_of, int free,
+                       WaitsForRoom waits_for_room) const {
+    size_t n = a.gpus.size();
     double total = 0;
     std::vector<std::pair<double, int>> finishes;  // finish time, GPUs freed
-    for (size_t j = 0; j < n; ++j)
-      if (a.gpus[j] > 0) {
-        double c = cost(j, a.gpus[j]);
-        total += c;
-        finishes.emplace_back(c, a.gpus[j]);
-      }
-    std::sort(finishes.begin(), finishes.end());
     for (size_t j = 0; j < n; ++j) {
-      if (a.gpus[j] > 0 || a.wait_why[j] != WaitWhy::NoRoom) continue;
+      int g = size_of(j);
+      if (g > 0) {
+        double c = cost(j, g);
+        total += c;
+        finishes.emplace_back(c, g);
+      }
+    }
+    std::sort(finishes.begin(), finishes.end());
+    std::vector<long> freed(finishes.size());  // GPUs free once the first k+1 have finished
+    long sum = free;
+    for (size_t k = 0; k < finishes.size(); ++k) freed[k] = sum += finishes[k].second;
+    for (size_t j = 0; j < n; ++j) {
+      if (size_of(j) > 0 || !waits_for_room(j)) continue;
       int need = curves_.base(j);
-      int free = a.free;
       double start = 0;
-      for (const auto& [t, g] : finishes) {
-        if (free >= need) break;
-        free += g;
-        start = t;
+      if (free < need && !finishes.empty()) {
+        size_t k = std::lower_bound(freed.begin(), freed.end(), static_cast<long>(need)) -
+                   freed.begin();
+        start = finishes[std::min(k, finishes.size() - 1)].first;
       }
       double run = curves_.run_time(j, need);
       if (curves_.job(j).running) run += costs_.restart_s;  // it resumes later
@@ -588,7 +921,9 @@ class DoublingRound {
   DoublingSteps steps_;
   std::vector<int> order_;
   std::vector<int> rank_;
+  mutable std::vector<int> scratch_;  // hold(): sizes it changed, -1 elsewhere (reset on return)
 };
+
 
 }  // namespace
 

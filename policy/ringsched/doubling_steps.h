@@ -15,6 +15,12 @@ struct DoublingSteps {
   // can grow" while it lowers the objective. Repairs the greedy's packing misses and its one-step
   // look-ahead, which stops at a dip in a speed curve.
   bool local_improvement = true;
+  // Step 3 (hysteresis) needs, for every running job the plan resizes, what the plan would lose
+  // if that job were held. Rounds of at most this many jobs find it by re-planning the whole
+  // round with the job held, pinning one job per pass (up to n passes of n re-plans); larger
+  // rounds repair the plan incrementally from its marginal doublings and pin in sweeps (see
+  // doubling.cpp), which keeps a round of thousands of jobs within milliseconds.
+  int exact_hysteresis_max_jobs = 16;
 };
 
 DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,
