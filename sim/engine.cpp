@@ -162,6 +162,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
   const double t0 = now;
   double next_round = now;
   bool event = true;
+  double last_plan = -inf, deferred_until = inf;
   auto last_progress = wall0;
 
   auto record_busy = [&](double t) {
@@ -257,7 +258,14 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
       event = true;
     }
     const bool round_due = now >= next_round - 1e-9 && (policy.periodic() || !config_.plan_on_events);
-    if ((event && config_.plan_on_events) || round_due) {
+    bool plan_now = (event && config_.plan_on_events) || round_due;
+    if (plan_now && !round_due && now < last_plan + config_.min_plan_gap_s - 1e-9) {
+      plan_now = false;  // coalesce: this event is planned for at last_plan + gap
+      deferred_until = last_plan + config_.min_plan_gap_s;
+    }
+    if (plan_now) {
+      last_plan = now;
+      deferred_until = inf;
       view.now_s = now;
       view.event = event;
       out.assign(view.active.size(), Allocation());
@@ -280,7 +288,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
                                " jobs waiting on an idle cluster with no arrivals left (first: job " + j.spec->id +
                                ", " + std::to_string(j.spec->gpus) + " GPUs of model " + j.spec->model + ")");
     }
-    double t_next = std::min(t_arrival, t_finish);
+    double t_next = std::min(std::min(t_arrival, t_finish), deferred_until);
     if (!view.active.empty() && (policy.periodic() || !config_.plan_on_events)) t_next = std::min(t_next, next_round);
     if (t_next == inf) break;
     if (t_next - t0 > config_.max_sim_s)

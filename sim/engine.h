@@ -74,6 +74,7 @@ struct SimConfig {
   double round_s = 300;            // planning interval R (seconds)
   double restart_s = 30;           // C: seconds without progress after each resize/resume
   bool plan_on_events = true;      // also plan on every arrival and completion
+  double min_plan_gap_s = 0;       // events within this long after a plan wait for the next one
   double max_sim_s = 1e10;         // give up (error) past this simulated time
   bool progress = false;           // progress line on stderr
   std::string label;               // shown on the progress line

@@ -356,8 +356,11 @@ class BestTypeFirst : public SchedulingPolicy {
 // ---- ours: the Planner -----------------------------------------------------------------------
 class PlannerPolicy : public SchedulingPolicy {
  public:
-  PlannerPolicy(std::string name, ringsched::PlannerConfig cfg, const ringsched::ThroughputModel& model, int window)
-      : name_(std::move(name)), planner_(model, cfg), window_(window) {}
+  PlannerPolicy(std::string name, ringsched::PlannerConfig cfg, const ringsched::ThroughputModel& model, int window,
+                std::shared_ptr<const ringsched::SimilarityModel> similarity)
+      : name_(std::move(name)), planner_(model, cfg), window_(window) {
+    if (similarity) planner_.set_similarity(std::move(similarity));
+  }
   std::string name() const override { return name_; }
   void decide(const SimView& v, std::vector<Allocation>& out) override {
     ringsched::Snapshot s;
@@ -436,8 +439,9 @@ std::unique_ptr<SchedulingPolicy> make_optimus(double min_resize_interval_s) {
 std::unique_ptr<SchedulingPolicy> make_besttype() { return std::make_unique<BestTypeFirst>(); }
 
 std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, ringsched::PlannerConfig cfg,
-                                                      const ringsched::ThroughputModel& model, int window) {
-  return std::make_unique<PlannerPolicy>(name, cfg, model, window);
+                                                      const ringsched::ThroughputModel& model, int window,
+                                                      std::shared_ptr<const ringsched::SimilarityModel> similarity) {
+  return std::make_unique<PlannerPolicy>(name, cfg, model, window, std::move(similarity));
 }
 
 std::vector<std::string> policy_names() {
@@ -471,7 +475,7 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
     throw InputError("unknown policy '" + name + "' (one of: " + all + ")");
   }
   cfg.policy = ringsched::parse_policy(base);
-  return make_planner_policy(name, cfg, model, opt.window);
+  return make_planner_policy(name, cfg, model, opt.window, opt.similarity);
 }
 
 }  // namespace ringsim

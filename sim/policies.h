@@ -24,6 +24,7 @@
 
 #include "engine.h"
 #include "ringsched/planner.h"
+#include "ringsched/similarity.h"
 
 namespace ringsim {
 
@@ -51,13 +52,17 @@ std::unique_ptr<SchedulingPolicy> make_besttype();
 // Ours: the Planner of the policy library. `window` bounds the pending jobs passed per round (the
 // first ones in submit order; 0: all) so a huge queue does not make each round quadratic.
 std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, ringsched::PlannerConfig cfg,
-                                                      const ringsched::ThroughputModel& model, int window);
+                                                      const ringsched::ThroughputModel& model, int window,
+                                                      std::shared_ptr<const ringsched::SimilarityModel> similarity);
 
 struct PolicyOptions {
   ringsched::ResizeCosts costs;
   int samples = 64;
   unsigned seed = 1;
   int window = 0;
+  // Model similarity for the planner's unseen models (null: none; the planner then treats them
+  // as it does without similarity).
+  std::shared_ptr<const ringsched::SimilarityModel> similarity;
 };
 // Names: fifo, tiresias, optimus, besttype (baselines); static, doubling, hetero, combined,
 // combined+spb, combined-naive (ours: the planner's policies; combined+spb turns on SPB

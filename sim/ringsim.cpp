@@ -44,13 +44,18 @@ const char kUsage[] =
     "                         hetero combined combined+spb combined-naive (ours, via the planner)\n"
     "  --round S              planning interval R in seconds (default 300); also plans on events\n"
     "  --no-event-planning    plan only every R seconds\n"
+    "  --plan-gap S           plan on an event only if the last plan is S seconds old; otherwise\n"
+    "                         at that time (coalesces bursts; default 0)\n"
     "  --restart S            restart cost C per resize or resume, seconds (default 30)\n"
     "  --min-gain X           resize only for a gain > X * C (default 2)\n"
     "  --min-interval S       at most one resize per S seconds per job (default 300)\n"
     "  --samples K            categories sampled by the hetero placement (default 64)\n"
-    "  --window N             pending jobs passed to the planner per round (default 4 x GPUs; 0: all)\n"
+    "  --window N             pending jobs passed to the planner per round (default: GPUs; 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
+    "  --features FILE        model features (DESIGN 5) for the planner's model similarity\n"
+    "                         (e.g. data/model_features.csv); reference type: the first of the\n"
+    "                         cluster's types profiled for every seen model\n"
     "  --seed N               seed of the planner's sampling (default 1)\n"
     "  --report FILE          JSON report (DESIGN 5); --no-job-rows leaves the per-job rows out\n"
     "  --plots DIR            JCT CDF, GPU utilisation and GPUs-per-job plots (PNG + SVG, gnuplot)\n"
@@ -181,7 +186,7 @@ ringsched::Cluster load_cluster(const std::string& spec, int gpus_per_node) {
 int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
-                       "--restart", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--seed",
+                       "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
                        "--report", "--plots"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
@@ -203,6 +208,7 @@ int cmd_run(int argc, char** argv) {
   cfg.round_s = number_opt(a, "--round", 300, 1, 1e7);
   cfg.restart_s = number_opt(a, "--restart", 30, 0, 1e6);
   cfg.plan_on_events = !a.flags.count("--no-event-planning");
+  cfg.min_plan_gap_s = number_opt(a, "--plan-gap", 0, 0, 1e7);
   cfg.progress = !a.flags.count("--quiet");
   PolicyOptions po;
   po.costs.restart_s = cfg.restart_s;
@@ -210,12 +216,25 @@ int cmd_run(int argc, char** argv) {
   po.costs.min_interval_s = number_opt(a, "--min-interval", 300, 0, 1e9);
   po.samples = static_cast<int>(number_opt(a, "--samples", 64, 1, 100000));
   po.seed = static_cast<unsigned>(number_opt(a, "--seed", 1, 0, 4294967295.0));
-  po.window = static_cast<int>(number_opt(a, "--window", 4.0 * cluster.total_gpus(), 0, 1e9));
+  po.window = static_cast<int>(number_opt(a, "--window", cluster.total_gpus(), 0, 1e9));
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");
   if (a.opt.count("--compare") && a.opt.count("--policy")) throw InputError("give --policy or --compare, not both");
 
+  if (a.opt.count("--features")) {
+    ringsched::SimilarityConfig sc;
+    sc.types = cluster.types();
+    sc.reference_type = cluster.types().front();
+    ringsched::ProfileTable& known = held.empty() ? table : seen;
+    for (const std::string& t : cluster.types()) {
+      bool everywhere = true;
+      for (const std::string& m : known.models()) everywhere = everywhere && known.has(m, t);
+      if (everywhere) { sc.reference_type = t; break; }
+    }
+    po.similarity = std::make_shared<ringsched::SimilarityModel>(
+        ringsched::FeatureTable::load_csv(a.opt["--features"]), known, sc);
+  }
   Engine engine(cluster, trace, truth, cfg);
   std::vector<std::unique_ptr<SchedulingPolicy>> policies;
   for (const std::string& n : names) policies.push_back(make_policy(n, po, policy_model));  // fail before running
