@@ -67,6 +67,7 @@ struct Options {
   int port = 0;
   int grace_s = 60;             // how long workers get to checkpoint before SIGKILL
   int peer_timeout_ms = 30000;  // RINGRT_TIMEOUT_MS for the workers
+  int node_workers = 0;         // internal: launcher of this node's share of a multi-node job
   bool no_requeue = false;
   std::vector<std::string> cmd;
 };
@@ -103,14 +104,14 @@ bool to_int(const char* s, long lo, long hi, int* out) {
 }
 
 int parse(int argc, char** argv, Options* o) {
-  enum { GPUS = 1, CKPT, MODEL, TYPE, PROF, REPORT, FACTOR, RFILE, MAXG, PORT, GRACE, NOREQ, PTIME, HELP };
+  enum { GPUS = 1, CKPT, MODEL, TYPE, PROF, REPORT, FACTOR, RFILE, MAXG, PORT, GRACE, NOREQ, PTIME, NODEW, HELP };
   static const option opts[] = {{"gpus", 1, nullptr, GPUS},          {"ckpt-dir", 1, nullptr, CKPT},
                                 {"model", 1, nullptr, MODEL},        {"gpu-type", 1, nullptr, TYPE},
                                 {"profiles", 1, nullptr, PROF},      {"report", 1, nullptr, REPORT},
                                 {"report-factor", 1, nullptr, FACTOR}, {"resize-file", 1, nullptr, RFILE},
                                 {"max-gpus", 1, nullptr, MAXG},      {"port", 1, nullptr, PORT},
                                 {"grace", 1, nullptr, GRACE},        {"no-requeue", 0, nullptr, NOREQ},
-                                {"peer-timeout", 1, nullptr, PTIME},
+                                {"peer-timeout", 1, nullptr, PTIME}, {"node-workers", 1, nullptr, NODEW},
                                 {"help", 0, nullptr, HELP},          {nullptr, 0, nullptr, 0}};
   opterr = 0;
   int c;
@@ -134,6 +135,7 @@ int parse(int argc, char** argv, Options* o) {
       case PORT: if (!to_int(optarg, 1024, 65535, &o->port)) bad = "--port (1024..65535)"; break;
       case GRACE: if (!to_int(optarg, 1, 3600, &o->grace_s)) bad = "--grace (1..3600)"; break;
       case NOREQ: o->no_requeue = true; break;
+      case NODEW: if (!to_int(optarg, 1, 4096, &o->node_workers)) bad = "--node-workers (1..4096)"; break;
       case PTIME: if (!to_int(optarg, 100, 3600000, &o->peer_timeout_ms)) bad = "--peer-timeout (100..3600000 ms)"; break;
       case HELP: usage(stdout); std::exit(0);
       default:
@@ -186,28 +188,39 @@ std::string describe(const WorkerExit& e) {
   return b;
 }
 
+std::string self_path() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : "ringrun";
+}
+
 // The workers of one run: started together, signalled together, reaped one by one.
 class WorkerGroup {
  public:
   // Starts `world` workers of cmd (argv) on this host; `env` is added to ringrun's environment,
   // per-rank settings on top. When srun_launch is set, one srun starts all ranks across the
   // allocation and each rank reads its own SLURM_PROCID.
+  // first_rank/count: the ranks started here (a node launcher starts its node's share).
   void launch(const std::vector<std::string>& cmd, int world, const std::vector<std::string>& env,
-              const std::vector<std::string>& gpu_ids, bool srun_launch, int nodes) {
+              const std::vector<std::string>& gpu_ids, bool srun_launch, int nodes, int first_rank = 0,
+              int count = -1) {
     pids_.clear();
     alive_ = 0;
-    int procs = srun_launch ? 1 : world;
-    for (int r = 0; r < procs; ++r) {
+    int procs = srun_launch ? 1 : count < 0 ? world : count;
+    for (int i = 0; i < procs; ++i) {
+      const int r = first_rank + i;
       std::vector<std::string> e;
       for (char** p = environ; *p; ++p) e.push_back(*p);
       for (auto& s : env) e.push_back(s);
       std::vector<std::string> argv;
       if (srun_launch) {
-        argv = {"srun", "--overlap", "--kill-on-bad-exit=0", "-N", std::to_string(nodes), "-n", std::to_string(world),
-                "--ntasks-per-node=" + std::to_string(world / nodes), "--cpus-per-task=1"};
+        // One launcher per node (a job holds one CPU per node at least, not one per GPU): each
+        // is this program with --node-workers, starting its node's ranks.
+        argv = {"srun", "--overlap", "--kill-on-bad-exit=0", "-N", std::to_string(nodes), "-n", std::to_string(nodes),
+                "--ntasks-per-node=1", self_path(), "--node-workers=" + std::to_string(world / nodes), "--"};
       } else {
         e.push_back("RINGRT_RANK=" + std::to_string(r));
-        if (!gpu_ids.empty()) e.push_back("CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(r) % gpu_ids.size()]);
+        if (!gpu_ids.empty()) e.push_back("CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(i) % gpu_ids.size()]);
       }
       argv.insert(argv.end(), cmd.begin(), cmd.end());
       // Signals stay blocked across fork until the child has its default handlers back, so a
@@ -240,6 +253,7 @@ class WorkerGroup {
       alive_++;
     }
   }
+  int size() const { return int(pids_.size()); }
   void signal_all(int sig) {
     for (pid_t p : pids_)
       if (p > 0) ::kill(-p, sig);
@@ -364,9 +378,51 @@ void forward_timing(const Options& o, const std::string& timing_file, int world)
 
 }  // namespace
 
+// The per-node launcher of a multi-node job (srun starts one per node): starts this node's
+// ranks, passes stop signals on, and exits like a single worker would (0, 75, or the failure).
+int run_node_share(const Options& o) {
+  int node = 0;
+  const char* id = std::getenv("SLURM_NODEID");
+  if (!id || !to_int(id, 0, 65535, &node)) {
+    std::fprintf(stderr, "ringrun: --node-workers needs SLURM_NODEID (it is started by srun)\n");
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGUSR1, SIGTERM, SIGINT}) sigaction(sig, &sa, nullptr);
+  std::vector<std::string> gpu_ids;
+  if (const char* c = std::getenv("CUDA_VISIBLE_DEVICES")) gpu_ids = split(c, ',');
+  const char* w = std::getenv("RINGRT_WORLD_SIZE");
+  int world = 0;
+  if (!w || !to_int(w, 1, 4096, &world)) {
+    std::fprintf(stderr, "ringrun: --node-workers needs RINGRT_WORLD_SIZE\n");
+    return 2;
+  }
+  WorkerGroup g;
+  g.launch(o.cmd, world, {}, gpu_ids, false, 1, node * o.node_workers, o.node_workers);
+  std::vector<WorkerExit> exits;
+  int rc = 0;
+  while (!g.reap(&exits)) {
+    if (int sig = g_signal) g_signal = 0, g.signal_all(sig == SIGUSR1 ? SIGUSR1 : sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& e : exits) {
+    int code = WIFEXITED(e.status) ? WEXITSTATUS(e.status) : 128 + WTERMSIG(e.status);
+    if (code != 0 && code != kExitStopped) {
+      log("worker failed on node %d: %s", node, describe(e).c_str());
+      rc = 1;
+    } else if (rc == 0) {
+      rc = code;
+    }
+  }
+  return rc;
+}
+
 int main(int argc, char** argv) {
   Options o;
   if (int rc = parse(argc, argv, &o)) return rc;
+  if (o.node_workers > 0) return run_node_share(o);
   const char* job_env = std::getenv("SLURM_JOB_ID");
   uint32_t job_id = 0;
   if (job_env && *job_env) {
@@ -544,16 +600,17 @@ int main(int argc, char** argv) {
 
     forward_timing(o, timing_file, world);
     if (failed) {
-      log("job failed: %d of %d workers did not finish; last checkpoint kept in %s", int(exits.size()) - ok - stopped,
-          world, o.ckpt_dir.c_str());
+      log("job failed: %d of %d worker processes did not finish; last checkpoint kept in %s",
+          int(exits.size()) - ok - stopped, workers.size(), o.ckpt_dir.c_str());
       return 1;
     }
-    if (stopped == 0 && ok == world) {
+    const int procs = workers.size();  // one srun stands for all ranks in a multi-node job
+    if (stopped == 0 && ok == procs) {
       log("all %d workers finished", world);
       ringrun::env::event(o.ckpt_dir, "finished");
       return 0;
     }
-    if (stopped != world) {
+    if (stopped != procs) {
       log("workers disagree (%d finished, %d stopped): treating the run as failed", ok, stopped);
       return 1;
     }
