@@ -47,7 +47,7 @@ constexpr int kMaxTotalGpus = 1000000;  // bounds the DP's table and every loop 
 // that the evaluation's instances (up to 30 jobs, 256 GPUs; at most ~1e5 used) stay below,
 // plus a share per job.
 constexpr double kImproveWorkBase = 1e6;
-constexpr double kImproveWorkPerJob = 5e3;
+constexpr double kImproveWorkPerJob = 2e3;
 // Step 3 for large rounds: sweeps of estimate-and-pin, each followed by one full re-plan.
 constexpr int kMaxSweeps = 32;
 
@@ -148,7 +148,8 @@ class JobCurves {
     int c = job.current_gpus;
     bool allowed = job.elastic ? (is_power_of_two(c) && c >= job.min_gpus && c <= job.max_gpus)
                                : c == job.requested;
-    return allowed && speed(j, c) > 0;
+    // A job running on more GPUs than the round has (the cluster shrank) cannot be held there.
+    return allowed && c <= total_ && speed(j, c) > 0;
   }
 
  private:
@@ -468,8 +469,10 @@ class DoublingRound {
         set_size(k, b);
         h.free -= b;
         ++h.admitted;
-        push_grow(k, b);
       }
+    // The jobs this repair changed (halved, started) have new next doublings.
+    for (int k : touched)
+      if (size_of(k) > 0) push_grow(k, size_of(k));
     std::vector<std::set<Key>::const_iterator> heads(m.grow.size());
     for (size_t c = 0; c < m.grow.size(); ++c) heads[c] = m.grow[c].begin();
     while (h.free > 0) {
@@ -632,13 +635,22 @@ class DoublingRound {
     double budget = kImproveWorkBase + kImproveWorkPerJob * static_cast<double>(n);
     size_t options = 0;
     for (const auto& s : sizes) options += s.size();
+    // Per-scan tables, kept across scans so that a scan allocates nothing per job.
+    std::vector<Change> shrinks, grows;
+    std::vector<std::vector<const Change*>> options_of(n);
+    std::vector<std::vector<int>> grows_of(n);  // indices into grows, per growing job
+    std::vector<long> need_of(n, 0);            // most GPUs a grow of the job needs freed
+    std::vector<int> donors;                    // jobs with a shrink, in job order
+    std::vector<int> growers;                   // jobs with a grow, in job order
+    std::vector<char> growers_mark(n, 0);
     for (int iter = 0; iter < 100000; ++iter) {
       // One scan costs about options * log(options) (the sort of the shrinks).
       double scan = static_cast<double>(options) * (1 + std::log2(1.0 + options));
       if (scan > budget) break;
       budget -= scan;
       Change best_single{-eps, -1, 0, 0};
-      std::vector<Change> shrinks, grows;
+      shrinks.clear();
+      grows.clear();
       for (size_t j = 0; j < n; ++j) {
         int g = a.gpus[j];
         for (int s : sizes[j]) {
@@ -687,13 +699,23 @@ class DoublingRound {
       // Many-donor moves: one job grows with GPUs from several shrinks, the donors chosen exactly
       // (least total loss freeing enough GPUs; a small knapsack per growing job). Skipped when the
       // table would be too large (thousands of jobs and GPUs), leaving the pair moves.
-      std::vector<std::vector<const Change*>> options_of(n);
-      std::vector<int> donors;  // jobs with a shrink, in job order
-      for (const Change& c : shrinks) options_of[c.job].push_back(&c);
-      for (size_t d = 0; d < n; ++d)
-        if (!options_of[d].empty()) donors.push_back(static_cast<int>(d));
-      std::vector<std::vector<int>> grows_of(n);  // indices into grows, per growing job
-      std::vector<long> need_of(n, 0);            // most GPUs a grow of the job needs freed
+      for (int d : donors) options_of[d].clear();
+      donors.clear();
+      for (const Change& c : shrinks) {
+        if (options_of[c.job].empty()) donors.push_back(c.job);
+        options_of[c.job].push_back(&c);
+      }
+      std::sort(donors.begin(), donors.end());
+      growers.clear();
+      for (const Change& g : grows) {
+        if (growers_mark[g.job]) continue;
+        growers_mark[g.job] = 1;
+        grows_of[g.job].clear();
+        need_of[g.job] = 0;
+        growers.push_back(g.job);
+      }
+      std::sort(growers.begin(), growers.end());
+      for (int j : growers) growers_mark[j] = 0;
       for (size_t k = 0; k < grows.size(); ++k) {
         const Change& g = grows[k];
         grows_of[g.job].push_back(static_cast<int>(k));
@@ -702,7 +724,8 @@ class DoublingRound {
       std::vector<std::pair<int, int>> many_moves;  // (job, size) of each donor of the best move
       int many_grow = -1;
       double work_left = 2e7;  // knapsack cells per round of moves, so large rounds stay fast
-      for (size_t j = 0; j < n; ++j) {
+      for (int grower : growers) {
+        size_t j = static_cast<size_t>(grower);
         long need_max = need_of[j];
         if (need_max <= 0) continue;
         double work = static_cast<double>(shrinks.size() + donors.size()) * (need_max + 1);

@@ -3,6 +3,7 @@
 // that drops, and bad input.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -132,6 +133,55 @@ double brute_force(const std::vector<DoublingJob>& jobs, int total_gpus) {
   return best;
 }
 
+// The two ways step 3 can run (DoublingSteps::exact_hysteresis_max_jobs): full re-plans per
+// running job, or the incremental repair of large rounds, whatever the number of jobs.
+DoublingSteps exact_steps(bool local = true) {
+  DoublingSteps s;
+  s.local_improvement = local;
+  s.exact_hysteresis_max_jobs = 1 << 30;
+  return s;
+}
+DoublingSteps incremental_steps(bool local = true) {
+  DoublingSteps s;
+  s.local_improvement = local;
+  s.exact_hysteresis_max_jobs = 0;
+  return s;
+}
+
+// A random round in which about half the elastic jobs run (at a random allowed size, resized
+// long ago or just now), the others pending; restart cost 30 s, gain > 2 x, interval 300 s.
+std::vector<DoublingJob> random_running_round(std::mt19937& rng, int jobs, int* total_gpus) {
+  std::vector<DoublingJob> out = random_instance(rng, jobs, total_gpus);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (DoublingJob& j : out) {
+    if (!j.elastic || unit(rng) < 0.5) continue;
+    int steps = 0;
+    for (int n = j.min_gpus; 2 * n <= j.max_gpus; n *= 2) ++steps;
+    j.remaining *= 20;  // long runs: resizes gain hundreds of seconds, near the threshold
+    j = running(j, j.min_gpus << (rng() % (steps + 1)), unit(rng) < 0.2 ? 0.0 : -1e9);
+  }
+  return out;
+}
+
+// Checks that hold for any plan: within the cluster, inelastic jobs at their count, elastic
+// jobs at an allowed size with a known speed.
+void check_valid(const std::vector<DoublingJob>& jobs, int total, const DoublingResult& r) {
+  long used = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    int g = r.gpus[j];
+    used += g;
+    if (g == 0) continue;
+    CPPUNIT_ASSERT(jobs[j].speed(g) > 0);
+    if (!jobs[j].elastic) {
+      CPPUNIT_ASSERT_EQUAL(jobs[j].requested, g);
+    } else {
+      CPPUNIT_ASSERT(g >= jobs[j].min_gpus && g <= jobs[j].max_gpus);
+      CPPUNIT_ASSERT(is_power_of_two(g));
+    }
+  }
+  CPPUNIT_ASSERT(used <= total);
+}
+
 std::string what_of(const std::function<void()>& f) {
   try {
     f();
@@ -162,6 +212,10 @@ class DoublingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(jobs_that_do_not_fit_wait);
   CPPUNIT_TEST(dropping_speed_curve_not_doubled_into);
   CPPUNIT_TEST(bad_input_throws_naming_job);
+  CPPUNIT_TEST(incremental_hysteresis_passes_the_hysteresis_cases);
+  CPPUNIT_TEST(incremental_gain_equals_replanned_gain_for_one_running_job);
+  CPPUNIT_TEST(incremental_hysteresis_close_to_exact);
+  CPPUNIT_TEST(large_round_is_fast_and_valid);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -437,6 +491,148 @@ class DoublingTest : public CppUnit::TestFixture {
     negative.restart_s = -1;
     CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok}, {0}, 4, negative, 0); }),
                             "restart cost must be finite and >= 0"));
+  }
+
+  void incremental_hysteresis_passes_the_hysteresis_cases() {
+    // The hand-checked cases above, with step 3 forced onto the incremental path.
+    auto job = running(elastic(2000, 1, 4, scaling(0.9, 0.85)), 2, -1e9);
+    ResizeCosts costs;
+    costs.restart_s = 300;
+    costs.min_gain_multiple = 2;
+    costs.min_interval_s = 0;
+    DoublingResult kept = doubling_heuristic({job}, {0}, 4, costs, 0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(2, kept.gpus[0]);
+    CPPUNIT_ASSERT(contains(kept.reasons[0], "kept at 2: gain 538 s < 2 x restart cost"));
+    costs.restart_s = 250;
+    DoublingResult grown = doubling_heuristic({job}, {0}, 4, costs, 0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(4, grown.gpus[0]);
+    CPPUNIT_ASSERT(contains(grown.reasons[0], "grows 2->4: saves 538 s"));
+
+    auto early = running(elastic(1e6, 1, 8, scaling(1.0, 0.9)), 2, 1000.0);
+    CPPUNIT_ASSERT_EQUAL(2, doubling_heuristic({early}, {0}, 8, ResizeCosts{}, 1100.0,
+                                               incremental_steps()).gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(8, doubling_heuristic({early}, {0}, 8, ResizeCosts{}, 1300.0,
+                                               incremental_steps()).gpus[0]);
+
+    // A shrink that admits a waiting job goes through despite the interval; one that gains too
+    // little does not.
+    auto a = running(elastic(1e5, 1, 8, scaling(1.0, 0.9)), 8, 0.0);
+    auto b = elastic(1e5, 1, 8, scaling(1.0, 0.9));
+    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, ResizeCosts{}, 10.0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(4, r.gpus[1]);
+    CPPUNIT_ASSERT(contains(r.reasons[0], "shrinks 8->4"));
+    DoublingResult roomy = doubling_heuristic({a, b}, {0, 1}, 16, ResizeCosts{}, 10.0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(8, roomy.gpus[0]);
+    auto nearly_done = running(elastic(5 * 1.0 * 1.8 * 1.8 * 1.8, 1, 8, scaling(1.0, 0.9)), 8, -1e9);
+    auto short_b = elastic(10, 1, 8, scaling(1.0, 0.9));
+    DoublingResult wait = doubling_heuristic({nearly_done, short_b}, {0, 1}, 8, ResizeCosts{},
+                                             10.0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(8, wait.gpus[0]);
+    CPPUNIT_ASSERT_EQUAL(0, wait.gpus[1]);
+    CPPUNIT_ASSERT(contains(wait.reasons[0], "kept at 8: gain"));
+  }
+
+  void incremental_gain_equals_replanned_gain_for_one_running_job() {
+    // One running job among pending ones, paper steps: holding it changes the plan only by
+    // where its GPUs go, which is what the incremental repair computes. The plans equal those
+    // of full re-plans, and so do the gains reported in the reasons but for a few rounds where
+    // the greedy's re-plan packs the GPUs differently.
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<double> unit(0, 1);
+    int resized = 0, same_text = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      int total;
+      auto jobs = random_instance(rng, 2 + trial % 6, &total);
+      int r = -1;
+      for (size_t j = 0; j < jobs.size() && r < 0; ++j)
+        if (jobs[j].elastic && jobs[j].max_gpus > jobs[j].min_gpus) r = static_cast<int>(j);
+      if (r < 0) continue;
+      jobs[r].remaining *= 20;
+      int steps = 0;
+      for (int n = jobs[r].min_gpus; 2 * n <= jobs[r].max_gpus; n *= 2) ++steps;
+      jobs[r] = running(jobs[r], jobs[r].min_gpus << (rng() % (steps + 1)), -1e9);
+      auto order = identity(jobs.size());
+      DoublingResult exact = doubling_heuristic(jobs, order, total, ResizeCosts{}, 0, exact_steps(false));
+      DoublingResult inc = doubling_heuristic(jobs, order, total, ResizeCosts{}, 0, incremental_steps(false));
+      check_valid(jobs, total, inc);
+      bool asked = exact.gpus[r] != jobs[r].current_gpus || contains(exact.reasons[r], "kept at");
+      if (!asked) continue;
+      ++resized;
+      same_text += exact.reasons[r] == inc.reasons[r];
+      CPPUNIT_ASSERT_EQUAL(exact.gpus[r], inc.gpus[r]);
+    }
+    CPPUNIT_ASSERT(resized >= 50);  // the property was exercised
+    CPPUNIT_ASSERT(same_text >= resized * 19 / 20);  // measured: 182 of 185
+  }
+
+  void incremental_hysteresis_close_to_exact() {
+    // Several running jobs: the incremental path pins in sweeps on repaired plans, so it may
+    // pick differently from the exact path; its plans stay valid and their objective close.
+    std::mt19937 rng(19);
+    int compared = 0, equal = 0;
+    double ratio_sum = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      int total;
+      auto jobs = random_running_round(rng, 4 + trial % 12, &total);
+      auto order = identity(jobs.size());
+      DoublingResult exact = doubling_heuristic(jobs, order, total, ResizeCosts{}, 100.0, exact_steps());
+      DoublingResult inc = doubling_heuristic(jobs, order, total, ResizeCosts{}, 100.0, incremental_steps());
+      check_valid(jobs, total, inc);
+      // A job resized just now (last_resize_s 0, interval 300 s) only shrinks to admit a job.
+      for (size_t j = 0; j < jobs.size(); ++j)
+        if (jobs[j].running && jobs[j].last_resize_s == 0.0 && inc.gpus[j] > jobs[j].current_gpus)
+          CPPUNIT_FAIL("job resized 100 s ago grew on the incremental path");
+      bool all_run_exact = true, all_run_inc = true;
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        all_run_exact = all_run_exact && exact.gpus[j] > 0;
+        all_run_inc = all_run_inc && inc.gpus[j] > 0;
+      }
+      equal += exact.gpus == inc.gpus;
+      if (!all_run_exact || !all_run_inc) continue;
+      ++compared;
+      ratio_sum += inc.objective_s / exact.objective_s;
+    }
+    CPPUNIT_ASSERT(compared >= 100);
+    CPPUNIT_ASSERT(equal >= 180);                 // same plan in most rounds (measured: 192)
+    CPPUNIT_ASSERT(ratio_sum / compared < 1.005); // and within 0.5% on average (measured: 1.0000)
+  }
+
+  void large_round_is_fast_and_valid() {
+    // 2,000 jobs on 10,000 GPUs, half of them running where a first plan put them: the round
+    // that took minutes with a full re-plan per resized job. Generous bound: a loaded machine.
+    std::mt19937 rng(23);
+    std::uniform_real_distribution<double> unit(0, 1);
+    ThroughputModel model(ProfileTable::load_csv(std::string(RINGSCHED_SRCDIR) +
+                                                 "/data/profiles/gavel.csv"));
+    std::vector<std::string> models;
+    for (const std::string& m : model.table().models())
+      if (model.knows(m, "v100") && model.iters_per_s(m, "v100", 1) > 0) models.push_back(m);
+    const int total = 10000;
+    std::vector<DoublingJob> jobs;
+    for (int k = 0; k < 2000; ++k) {
+      std::string m = models[rng() % models.size()];
+      auto speed = [&model, m](int n) { return model.iters_per_s(m, "v100", n); };
+      DoublingJob j = elastic(1e3 + 1e6 * unit(rng), 1, 1 << (rng() % 7), speed);
+      if (k % 5 == 0) {
+        j.elastic = false;
+        j.requested = j.max_gpus;
+      }
+      jobs.push_back(j);
+    }
+    auto order = identity(jobs.size());
+    DoublingResult first = doubling_heuristic(jobs, order, total, ResizeCosts{}, 0);
+    check_valid(jobs, total, first);
+    for (size_t j = 0; j < jobs.size(); j += 2)
+      if (first.gpus[j] > 0) jobs[j] = running(jobs[j], first.gpus[j], -1000);
+    auto t0 = std::chrono::steady_clock::now();
+    DoublingResult steady = doubling_heuristic(jobs, order, total, ResizeCosts{}, 60);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    check_valid(jobs, total, steady);
+    CPPUNIT_ASSERT(s < 2.0);
+    // Nothing changed but 60 s: every running job keeps its size.
+    for (size_t j = 0; j < jobs.size(); ++j)
+      if (jobs[j].running) CPPUNIT_ASSERT_EQUAL(jobs[j].current_gpus, steady.gpus[j]);
   }
 };
 
