@@ -17,12 +17,17 @@
 //     resize, the job is pinned and the round re-planned. The interval does not hold a job whose
 //     shrink lets a waiting job start; the gain rule still does. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.
+//     That is n re-plans per pass and up to n passes; it is kept for rounds of up to
+//     DoublingSteps::exact_hysteresis_max_jobs jobs. Larger rounds (the planner calls this with
+//     every ring job of a 10,000-GPU cluster) estimate each gain by repairing the plan from its
+//     marginal doublings instead of re-planning, and pin in sweeps: run_incremental().
 //  For comparing plans in which different jobs wait, a waiting job counts as starting when the
 //  planned jobs have freed enough GPUs for its base size (their predicted finish times), then
 //  running at that size; objective_s itself sums only the jobs that run, as doubling.h says.
 //  Ours, beyond the paper (DoublingSteps::local_improvement, on by default): after step 2, apply
 //  the best move while the objective falls: resize one job to any of its sizes within the free
-//  GPUs, or shrink one job to let another grow (by any number of doublings).
+//  GPUs, or shrink one job (or several) to let another grow (by any number of doublings), within
+//  a work budget that grows with the number of jobs.
 #include "ringsched/doubling.h"
 
 #include <algorithm>
