@@ -15,7 +15,8 @@
 // a first call with every job pending, then every other job that got GPUs is made running at
 // that size and the steady-state call (60 s later) is timed, paper steps and with the local
 // improvement pass. Where every job ran in the first call, the first plan's gap to the DP is
-// printed too.
+// printed too. A second round, the burst, times a harder case for step 3: the first half of the
+// jobs planned alone and all running, then the second half arriving at once.
 #include <jansson.h>
 
 #include <algorithm>
@@ -80,8 +81,9 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
       if (gavel.knows(m, t) && gavel.iters_per_s(m, t, 1) > 0) curves.emplace_back(m, t);
   ResizeCosts costs;  // defaults: 30 s restart, gain > 2 x restart, 300 s interval
   std::printf("# doubling_heuristic alone: median of %d calls, ms; default ResizeCosts\n", repeats);
-  std::printf("%8s %6s %9s %9s %10s %10s %8s %8s %9s %9s\n", "gpus", "jobs", "first_ms", "dp_ms",
-              "paper_ms", "ours_ms", "running", "resized", "paper%", "ours%");
+  std::printf("%8s %6s %9s %9s %10s %10s %8s %8s %9s %9s %10s %10s %8s %8s\n", "gpus", "jobs",
+              "first_ms", "dp_ms", "paper_ms", "ours_ms", "running", "resized", "paper%", "ours%",
+              "bpaper_ms", "bours_ms", "brunning", "bresized");
   for (int total : gpu_sizes)
     for (int n_jobs : job_counts) {
       std::mt19937_64 rng(seed + 7919u * total + 104729u * n_jobs);
@@ -146,17 +148,50 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
           for (size_t j = 0; j < jobs.size(); ++j)
             resized += jobs[j].running && o.gpus[j] != jobs[j].current_gpus;
       }
+      // Burst: the first half of the jobs planned alone and all running where that plan put
+      // them (resized long ago); then the second half arrives, and most running jobs should
+      // give GPUs back -- the round where step 3 has the most resizes to judge.
+      std::vector<DoublingJob> early(jobs.begin(), jobs.begin() + n_jobs / 2);
+      for (DoublingJob& job : early) job.running = false;
+      std::vector<int> early_order;
+      for (int j : order)
+        if (j < n_jobs / 2) early_order.push_back(j);
+      DoublingResult early_plan = doubling_heuristic(early, early_order, total, costs, now);
+      std::vector<DoublingJob> burst = jobs;
+      int burst_running = 0;
+      for (int j = 0; j < n_jobs; ++j) {
+        burst[j].running = j < n_jobs / 2 && early_plan.gpus[j] > 0;
+        burst[j].current_gpus = burst[j].running ? early_plan.gpus[j] : 0;
+        burst[j].last_resize_s = now - 1000;
+        burst_running += burst[j].running;
+      }
+      std::vector<double> burst_paper_ms, burst_ours_ms;
+      int burst_resized = 0;
+      for (int r = 0; r < repeats; ++r) {
+        t0 = std::chrono::steady_clock::now();
+        doubling_heuristic(burst, order, total, costs, now, DoublingSteps{false});
+        burst_paper_ms.push_back(micros_since(t0) / 1000);
+        t0 = std::chrono::steady_clock::now();
+        DoublingResult o = doubling_heuristic(burst, order, total, costs, now, DoublingSteps{true});
+        burst_ours_ms.push_back(micros_since(t0) / 1000);
+        if (r == 0)
+          for (int j = 0; j < n_jobs; ++j)
+            burst_resized += burst[j].running && o.gpus[j] != burst[j].current_gpus;
+      }
       std::printf("%8d %6d %9.2f %9.2f %10.2f %10.2f %8d %8d ", total, n_jobs, first_ms, dp_ms,
                   median(paper_ms), median(ours_ms), running, resized);
       if (all_ran)
-        std::printf("%9.3f %9.3f\n", paper_gap, ours_gap);
+        std::printf("%9.3f %9.3f", paper_gap, ours_gap);
       else
-        std::printf("%9s %9s\n", "-", "-");
+        std::printf("%9s %9s", "-", "-");
+      std::printf(" %10.2f %10.2f %8d %8d\n", median(burst_paper_ms), median(burst_ours_ms),
+                  burst_running, burst_resized);
       std::fflush(stdout);
     }
   std::printf("(first: the all-pending call with the local improvement pass; paper/ours: the\n"
               " steady-state call; resized: running jobs the plan resizes; %%: gap of the first plan\n"
-              " to the DP optimum, '-' where some job waits and the DP's problem differs)\n");
+              " to the DP optimum, '-' where some job waits and the DP's problem differs;\n"
+              " b...: the burst round, half the jobs running as planned alone, the rest arriving)\n");
   return 0;
 }
 
