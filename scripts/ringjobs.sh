@@ -131,6 +131,19 @@ monitor() {
         last[$name]=$desc
       fi
     done <<<"$lines"
+    local ev
+    for ev in "$out"/ck/*/events; do
+      [ -f "$ev" ] || continue
+      local jn=${ev%/events}; jn=${jn##*/}
+      if [ -z "${last[done:$jn]:-}" ] && grep -q -E ' (finished|worker_failed)' "$ev"; then
+        last[done:$jn]=1
+        if grep -q ' finished' "$ev"; then
+          printf '[%4ds] %-6s %-28s %s\n' "$t" "$jn" "finished" "after $(awk '$2 == "workers_started" { n++ } END { print n - 1 }' "$ev") restart(s)"
+        else
+          printf '[%4ds] %-6s %-28s %s\n' "$t" "$jn" "FAILED" "$(grep -m1 ' worker_failed' "$ev" | cut -d' ' -f3-)"
+        fi
+      fi
+    done
     local done_jobs
     done_jobs=$( { grep -l -E ' (finished|worker_failed)' "$out"/ck/*/events 2>/dev/null || true; } | wc -l)
     local refused=0
