@@ -38,7 +38,7 @@ for e in $EXPS; do
     "$RINGSIM" run --quiet $OURS --trace "$OUT/philly1k.csv" --cluster $GAVEL_CLUSTER --profiles $GAVEL \
       --compare fifo,tiresias,optimus,besttype,static,hetero,combined --report "$OUT/hetero_philly1k.json" \
       --plots "$OUT/plots_philly1k"
-    "$RINGSIM" run --quiet $OURS --trace "$OUT/itp01.csv" --cluster a100:32,t4:32 --gpus-per-node 8 --profiles $EF \
+    "$RINGSIM" run --quiet $OURS --trace "$OUT/itp01.csv" --cluster a100:64,t4:64 --gpus-per-node 8 --profiles $EF \
       --compare fifo,tiresias,optimus,besttype,static,hetero,combined --report "$OUT/hetero_itp01.json" --no-job-rows
     ;;
   similarity)
