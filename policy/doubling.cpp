@@ -309,7 +309,7 @@ class DoublingRound {
       std::vector<Candidate> candidates;
       for (size_t j = 0; j < n; ++j) {
         if (!is_resized(w, pinned, j)) continue;
-        Held h = hold(w, pinned, m, static_cast<int>(j));
+        Held h = hold(w, pinned, m, static_cast<int>(j), w_cost);
         double gain = h.cost - w_cost + costs_.restart_s;
         candidates.push_back({too_soon(j, h, w), gain, static_cast<int>(j)});
       }
@@ -322,7 +322,7 @@ class DoublingRound {
       for (const Candidate& c : candidates) {
         size_t j = static_cast<size_t>(c.job);
         if (!is_resized(w, pinned, j)) continue;  // an earlier pin's repair moved it back
-        Held h = hold(w, pinned, m, c.job);
+        Held h = hold(w, pinned, m, c.job, w_cost);
         double gain = h.cost - w_cost + costs_.restart_s;
         resize_gain[j] = gain;
         bool soon = too_soon(j, h, w);
@@ -419,7 +419,8 @@ class DoublingRound {
   }
 
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
-  Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j) const {
+  Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
+            double a_cost) const {
     Held h;
     h.job = j;
     h.free = a.free;
@@ -450,12 +451,14 @@ class DoublingRound {
       double ti;
       if (last_doubling(k, size / 2, resizable(k), &ti)) undo_more.emplace(ti, -rank_[k], k);
     }
+    bool stopped = false;
     for (size_t r = order_.size(); h.free < 0 && r-- > 0;) {
       int k = order_[r];
       if (k == j || pinned[k] || size_of(k) <= 0) continue;
       h.free += size_of(k);
       set_size(k, 0);
       --h.admitted;
+      stopped = true;
     }
     // 2. Use what is free: admission comes before doubling, so waiting jobs first (policy
     // order), then the greedy's next doublings that fit.
@@ -514,8 +517,14 @@ class DoublingRound {
       h.free -= best_size;
       push_grow(k, 2 * best_size);
     }
-    h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
-                           [&](size_t k) { return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0; });
+    if (m.waiting == 0 && !stopped) {
+      // No job waits for room in either plan: the cost changes only by the jobs changed.
+      h.cost = a_cost;
+      for (int k : touched) h.cost += cost(k, scratch_[k]) - cost(k, a.gpus[k]);
+    } else {
+      h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
+                             [&](size_t k) { return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0; });
+    }
     for (int k : touched) {
       h.sizes.emplace_back(k, scratch_[k]);
       scratch_[k] = -1;
