@@ -8,14 +8,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ringsched/spb.h"
+
 namespace ringsim {
 
 using ringsched::InputError;
 
-double spb_speedup(double depth) {
-  if (!(depth > 0) || depth >= 1) return 1.0;
-  return 3.0 / (1.0 + 2.0 * depth);
-}
 
 double SimJob::expected_finish_s(double now_s) const {
   if (state != SimJobState::Running || !(speed > 0)) return std::numeric_limits<double>::infinity();
@@ -68,7 +66,15 @@ double Engine::speed_of(const SimJob& j, const std::map<std::string, int>& by_ty
     }
     v = truth_.iters_per_s(j.spec->model, slowest, n);
   }
-  if (j.spec->spb) v *= spb_speedup(spb_depth);
+  if (j.spec->spb && spb_depth > 0 && spb_depth < 1) {
+    // The library's SPB cost model (policy/spb.h): on one type, the planner's reduced-footprint
+    // pattern with its useful-iteration discount; on mixed types, the compute factor alone.
+    ringsched::SpbConfig spb;
+    if (by_type.size() == 1)
+      v = ringsched::spb_at_footprint(truth_, j.spec->model, by_type.begin()->first, n, spb).useful_iters_per_s;
+    else
+      v /= ringsched::spb_compute_factor(spb_depth, spb);
+  }
   return v;
 }
 

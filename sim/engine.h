@@ -135,9 +135,4 @@ class Engine {
   std::vector<std::vector<std::string>> allowed_;
 };
 
-// Iteration-time factor of structured partial backprop at mean depth d (0 < d <= 1): forward
-// costs 1, backward 2 per layer, so an iteration costs (1 + 2d) / 3 of a full one. Quality cost
-// is assumed nil (the runtime issue checks it on real training).
-double spb_speedup(double depth);
-
 }  // namespace ringsim
