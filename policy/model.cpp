@@ -283,15 +283,21 @@ void Job::validate() const {
 }
 
 std::string why_impossible(const Job& job, const Cluster& cluster) {
-  std::vector<std::string> have = cluster.types();
-  std::string list;
-  for (const std::string& t : have) list += (list.empty() ? "" : ", ") + t;
+  std::map<std::string, int> gpus_by_type;
+  for (const Node& n : cluster.nodes) gpus_by_type[n.gpu_type] += n.gpus;
+  return why_impossible(job, gpus_by_type);
+}
+
+std::string why_impossible(const Job& job, const std::map<std::string, int>& gpus_by_type) {
   for (const std::string& t : job.allowed_types)
-    if (std::find(have.begin(), have.end(), t) == have.end())
+    if (!gpus_by_type.count(t)) {
+      std::string list;
+      for (const auto& [have, g] : gpus_by_type) list += (list.empty() ? "" : ", ") + have;
       return "GPU type '" + t + "' is not in this cluster (types: " + list + ")";
+    }
   int usable = 0;
-  for (const std::string& t : have)
-    if (job.allows(t)) usable += cluster.gpus_of_type(t);
+  for (const auto& [t, g] : gpus_by_type)
+    if (job.allows(t)) usable += g;
   int need = job.elastic ? job.min_gpus : job.requested_gpus;
   if (need > usable)
     return "needs at least " + std::to_string(need) + " GPUs but the cluster has " +

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include <jansson.h>
 
@@ -91,35 +92,73 @@ std::vector<int> policy_order(const std::vector<JobView>& views, const Throughpu
   return order;
 }
 
-// Takes `n` GPUs of `type` from the free map, preferring nodes that can hold the most (fewest
-// nodes, so the ring stays local). Returns false (and takes nothing) if there are not enough.
-bool take_gpus(std::map<std::string, int>& free_by_node, const Cluster& cluster,
-               const std::string& type, int n, std::vector<Placement>& out) {
-  std::vector<const Node*> nodes;
-  int avail = 0;
-  for (const Node& nd : cluster.nodes)
-    if (nd.gpu_type == type && free_by_node[nd.name] > 0) {
-      nodes.push_back(&nd);
-      avail += free_by_node[nd.name];
+// Nodes by index and by type, built once per planning pass.
+struct NodeIndex {
+  explicit NodeIndex(const Cluster& c) : cluster(c) {
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+      by_name.emplace(c.nodes[i].name, static_cast<int>(i));
+      of_type[c.nodes[i].gpu_type].push_back(static_cast<int>(i));
     }
-  if (avail < n) return false;
-  // Best fit first: a node that holds the whole job, the smallest such; otherwise largest first.
-  std::stable_sort(nodes.begin(), nodes.end(), [&](const Node* a, const Node* b) {
-    return free_by_node[a->name] > free_by_node[b->name];
-  });
-  const Node* single = nullptr;
-  for (const Node* nd : nodes)
-    if (free_by_node[nd->name] >= n) single = nd;  // last one that fits = smallest that fits
-  if (single) nodes = {single};
-  for (const Node* nd : nodes) {
-    if (n == 0) break;
-    int k = std::min(n, free_by_node[nd->name]);
-    free_by_node[nd->name] -= k;
-    out.push_back(Placement{nd->name, type, k});
-    n -= k;
   }
-  return true;
-}
+  int find(const std::string& node) const {
+    auto it = by_name.find(node);
+    return it == by_name.end() ? -1 : it->second;
+  }
+  const Cluster& cluster;
+  std::unordered_map<std::string, int> by_name;
+  std::map<std::string, std::vector<int>> of_type;
+};
+
+// Free GPUs per node while the planner hands them out. Cheap to copy (a trial placement works on
+// a copy), with per-type totals so that "does it fit" needs no walk over the nodes.
+class FreeGpus {
+ public:
+  explicit FreeGpus(const NodeIndex& index) : index_(&index) {
+    for (const Node& nd : index.cluster.nodes) {
+      free_.push_back(nd.usable());
+      free_of_type_[nd.gpu_type] += nd.usable();
+    }
+  }
+  int free(int node) const { return free_[node]; }
+  int free_of_type(const std::string& type) const {
+    auto it = free_of_type_.find(type);
+    return it == free_of_type_.end() ? 0 : it->second;
+  }
+  void take_at(int node, int n) {
+    free_[node] -= n;
+    free_of_type_[index_->cluster.nodes[node].gpu_type] -= n;
+  }
+  // Takes `n` GPUs of `type`, on as few nodes as it can (so the ring stays local): the smallest
+  // node that holds them all, else the fullest nodes first. Takes nothing if there are not enough.
+  bool take(const std::string& type, int n, std::vector<Placement>& out) {
+    if (n <= 0 || free_of_type(type) < n) return false;
+    const std::vector<int>& ids = index_->of_type.at(type);
+    int single = -1;
+    for (int i : ids)
+      if (free_[i] >= n && (single < 0 || free_[i] < free_[single])) single = i;
+    std::vector<int> use;
+    if (single >= 0) {
+      use.push_back(single);
+    } else {
+      for (int i : ids)
+        if (free_[i] > 0) use.push_back(i);
+      std::stable_sort(use.begin(), use.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+    }
+    for (int i : use) {
+      if (n == 0) break;
+      int k = std::min(n, free_[i]);
+      take_at(i, k);
+      out.push_back(Placement{index_->cluster.nodes[i].name, type, k});
+      n -= k;
+    }
+    return true;
+  }
+
+ private:
+  const NodeIndex* index_;
+  std::vector<int> free_;
+  std::map<std::string, int> free_of_type_;
+};
 
 void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.placement = placement;
@@ -132,11 +171,11 @@ void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.runs = jp.gpus > 0;
 }
 
-std::map<std::string, int> current_by_type(const Job& j, const Cluster& cluster) {
+std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
   std::map<std::string, int> out;
   for (const auto& [node, n] : j.gpus_by_node) {
-    const Node* nd = cluster.find(node);
-    out[nd ? nd->gpu_type : j.current_type] += n;
+    int i = nodes.find(node);
+    out[i >= 0 ? nodes.cluster.nodes[i].gpu_type : j.current_type] += n;
   }
   return out;
 }
@@ -157,14 +196,20 @@ Plan Planner::plan(const Snapshot& snap) const {
   if (config_.use_similarity && similarity_)
     predict_unseen_models(model, *similarity_, snap.jobs, snap.cluster.types());
 
+
   const Cluster& cluster = snap.cluster;
   const int n = static_cast<int>(snap.jobs.size());
+  // Walked once here, not once per job: clusters have thousands of nodes.
+  const std::vector<std::string> cluster_types = cluster.types();
+  const int total_gpus = cluster.total_gpus();
+  std::map<std::string, int> gpus_by_type;
+  for (const Node& nd : cluster.nodes) gpus_by_type[nd.gpu_type] += nd.gpus;
   std::vector<JobView> views(n);
   for (int i = 0; i < n; ++i) {
     JobView& v = views[i];
     const Job& j = snap.jobs[i];
     v.job = &j;
-    for (const std::string& t : cluster.types())
+    for (const std::string& t : cluster_types)
       if (j.allows(t) && model.knows(j.model, t)) v.types.push_back(t);
     std::stable_sort(v.types.begin(), v.types.end(), [&](const std::string& a, const std::string& b) {
       return model.iters_per_s(j.model, a, 1) > model.iters_per_s(j.model, b, 1);
@@ -175,10 +220,10 @@ Plan Planner::plan(const Snapshot& snap) const {
       v.predicted = model.is_predicted(j.model, v.best_type);
     } else {
       // Unknown everywhere: it still runs, on any allowed type, at its requested size.
-      for (const std::string& t : cluster.types())
+      for (const std::string& t : cluster_types)
         if (j.allows(t)) v.types.push_back(t);
     }
-    int cap = cluster.total_gpus();
+    int cap = total_gpus;
     if (j.elastic) {
       v.lo = std::min(round_range_min(j.min_gpus, config_.power_of_two), cap);
       v.hi = std::min(j.max_gpus, cap);
@@ -195,7 +240,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   for (int i = 0; i < n; ++i) plan.jobs[i].job_id = snap.jobs[i].id;
   std::vector<int> order = policy_order(views, model, snap.now_s);
   std::vector<std::string> impossible(n);
-  for (int i = 0; i < n; ++i) impossible[i] = why_impossible(snap.jobs[i], cluster);
+  for (int i = 0; i < n; ++i) impossible[i] = why_impossible(snap.jobs[i], gpus_by_type);
 
   // 1. How many GPUs each job gets.
   std::vector<int> counts(n, 0);
@@ -227,7 +272,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         // No speed known: treat as perfectly inelastic so doubling never grows it blindly.
         dj[i].elastic = false;
         dj[i].min_gpus = dj[i].max_gpus = dj[i].requested =
-            std::min(cluster.total_gpus(), std::max(1, j.requested_gpus));
+            std::min(total_gpus, std::max(1, j.requested_gpus));
         dj[i].speed = [](int) { return 1.0; };
       }
     }
@@ -256,22 +301,25 @@ Plan Planner::plan(const Snapshot& snap) const {
 
   // 2. Where: running jobs that keep their size keep their GPUs (Slurm cannot move a job without
   // a restart); the others are placed on what is left.
-  std::map<std::string, int> free_by_node;
-  for (const Node& nd : cluster.nodes) free_by_node[nd.name] = nd.usable();
+  NodeIndex nodes(cluster);
+  FreeGpus free_gpus(nodes);
   std::vector<bool> frozen(n, false);
   for (int i = 0; i < n; ++i) {
     const Job& j = snap.jobs[i];
     if (j.state != JobState::Running || counts[i] != j.current_gpus || j.gpus_by_node.empty())
       continue;
     bool fits = true;
-    for (const auto& [node, g] : j.gpus_by_node)
-      if (!cluster.find(node) || free_by_node[node] < g) fits = false;
+    for (const auto& [node, g] : j.gpus_by_node) {
+      int k = nodes.find(node);
+      if (k < 0 || free_gpus.free(k) < g) fits = false;
+    }
     if (!fits) continue;
     frozen[i] = true;
     std::vector<Placement> pl;
     for (const auto& [node, g] : j.gpus_by_node) {
-      free_by_node[node] -= g;
-      pl.push_back(Placement{node, cluster.find(node)->gpu_type, g});
+      int k = nodes.find(node);
+      free_gpus.take_at(k, g);
+      pl.push_back(Placement{node, cluster.nodes[k].gpu_type, g});
     }
     set_from_placement(plan.jobs[i], pl);
     plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
@@ -294,7 +342,8 @@ Plan Planner::plan(const Snapshot& snap) const {
     pp.costs = config_.costs;
     pp.power_of_two = config_.power_of_two;
     pp.cluster = cluster;
-    for (Node& nd : pp.cluster.nodes) nd.free_gpus = free_by_node[nd.name];
+    for (size_t k = 0; k < pp.cluster.nodes.size(); ++k)
+      pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
     std::vector<int> seed;
     std::vector<int> known_todo;
     for (int i : todo) {
@@ -322,8 +371,9 @@ Plan Planner::plan(const Snapshot& snap) const {
         std::vector<Placement> pl;
         for (const auto& [node, g] : jpl.gpus_by_node) {
           if (g <= 0) continue;
-          pl.push_back(Placement{node, cluster.find(node)->gpu_type, g});
-          free_by_node[node] -= g;
+          int k = nodes.find(node);
+          pl.push_back(Placement{node, cluster.nodes[k].gpu_type, g});
+          free_gpus.take_at(k, g);
         }
         set_from_placement(plan.jobs[i], pl);
         std::string how;
@@ -359,24 +409,15 @@ Plan Planner::plan(const Snapshot& snap) const {
       if (size <= 0) continue;
       pl.clear();
       // A running job first tries the nodes it already holds: no move, no lost locality.
-      if (j.state == JobState::Running && !j.gpus_by_node.empty()) {
-        std::map<std::string, int> trial = free_by_node;
-        int need = size;
-        for (const auto& [node, g] : j.gpus_by_node) {
-          const Node* nd = cluster.find(node);
-          if (!nd || need == 0) continue;
-          int k = std::min({need, g, trial[node]});
-          if (k <= 0) continue;
-          trial[node] -= k;
-          need -= k;
-          pl.push_back(Placement{node, nd->gpu_type, k});
-        }
-        if (need == 0 && j.gpus_by_node.size() == 1) {
-          free_by_node = trial;
+      if (j.state == JobState::Running && j.gpus_by_node.size() == 1) {
+        const auto& [node, g] = *j.gpus_by_node.begin();
+        int k = nodes.find(node);
+        if (k >= 0 && size <= g && free_gpus.free(k) >= size) {
+          free_gpus.take_at(k, size);
+          pl.push_back(Placement{node, cluster.nodes[k].gpu_type, size});
           placed_size = size;
           break;
         }
-        pl.clear();
       }
       // Rank the types at the size being placed: real curves cross (resnet50-b64 is fastest on
       // v100 alone but on p100 at 4 GPUs in Gavel's measurements).
@@ -386,24 +427,21 @@ Plan Planner::plan(const Snapshot& snap) const {
           return model.iters_per_s(j.model, a, size) > model.iters_per_s(j.model, b, size);
         });
       for (const std::string& t : types)
-        if (take_gpus(free_by_node, cluster, t, size, pl)) {
+        if (free_gpus.take(t, size, pl)) {
           placed_size = size;
           break;
         }
       if (placed_size) break;
       if (config_.allow_mixed_types && views[i].known) {
         int need = size;
-        std::map<std::string, int> trial = free_by_node;
+        FreeGpus trial = free_gpus;
         std::vector<Placement> mixed;
         for (const std::string& t : types) {
-          int have = 0;
-          for (const Node& nd : cluster.nodes)
-            if (nd.gpu_type == t) have += trial[nd.name];
-          int k = std::min(need, have);
-          if (k > 0 && take_gpus(trial, cluster, t, k, mixed)) need -= k;
+          int k = std::min(need, trial.free_of_type(t));
+          if (k > 0 && trial.take(t, k, mixed)) need -= k;
         }
         if (need == 0) {
-          free_by_node = trial;
+          free_gpus = trial;
           pl = mixed;
           placed_size = size;
           break;
@@ -443,12 +481,12 @@ Plan Planner::plan(const Snapshot& snap) const {
     jp.predicted_iters_per_s = views[i].known ? model.iters_per_s_mixed(j.model, jp.gpus_by_type) : 0;
     if (j.state == JobState::Running) {
       jp.resize = !frozen[i] && (jp.gpus != j.current_gpus ||
-                                 jp.gpus_by_type != current_by_type(j, cluster));
+                                 jp.gpus_by_type != current_by_type(j, nodes));
       if (!jp.resize && !frozen[i]) {
         // Same shape on other nodes: keep where it is rather than restart it for nothing.
         std::vector<Placement> pl;
         for (const auto& [node, g] : j.gpus_by_node)
-          pl.push_back(Placement{node, cluster.find(node) ? cluster.find(node)->gpu_type : "", g});
+          pl.push_back(Placement{node, nodes.find(node) >= 0 ? cluster.nodes[nodes.find(node)].gpu_type : "", g});
         jp.placement = pl;
       }
     }

@@ -130,6 +130,8 @@ struct Job {
 // have, a minimum larger than the GPUs of its allowed types. job_submit rejects with this text;
 // the planner keeps such a job waiting with it as the reason.
 std::string why_impossible(const Job& job, const Cluster& cluster);
+// The same, given the cluster's GPUs per type (for callers that check many jobs).
+std::string why_impossible(const Job& job, const std::map<std::string, int>& gpus_by_type);
 
 // Restart cost and hysteresis parameters shared by policies that resize jobs.
 struct ResizeCosts {
