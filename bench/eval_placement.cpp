@@ -4,8 +4,8 @@
 // The market's result is evaluated as the MIP sees it (no locality) so that the gap is like for
 // like. Two link settings: uniform links (intra = inter, locality costs nothing, the market and
 // the MIP optimise the same thing) and server links (intra 100, inter 12.5 GB/s, 4-GPU nodes:
-// the market also pays for locality, the MIP does not). Plus the time of one planning-size
-// instance (1,000 GPUs, 100 jobs). Prints progress, a table and a JSON summary.
+// the market also pays for locality, the MIP does not). Plus the time of two planning-size
+// instances (1,000 GPUs / 100 jobs and 10,000 GPUs / 2,000 jobs). Prints progress, a table and a JSON summary.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,7 +27,8 @@ const char* kUsage =
     "usage: eval_placement [--seed N] [--instances N] [--samples K] [--profiles CSV]\n"
     "  Random placement instances (<= 16 GPUs of k80/p100/v100, <= 6 jobs) from the Gavel\n"
     "  profiles: gap of place_hetero to the GLPK MIP optimum and the MIP/ours time ratio, for\n"
-    "  uniform and server links; then the time of a 1,000-GPU, 100-job instance.\n"
+    "  uniform and server links; then the time of 1,000-GPU/100-job and 10,000-GPU/2,000-job\n"
+    "  instances.\n"
     "  --seed N        random seed (default 1)\n"
     "  --instances N   instances per link setting (default 200)\n"
     "  --samples K     categories place_hetero evaluates (default 64, the planner's)\n"
@@ -181,23 +182,34 @@ int main(int argc, char** argv) {
     }
   }
 
-  // One planning-size instance: 1,000 GPUs (125 nodes of 8), 100 jobs.
-  std::mt19937 rng(seed);
-  PlacementProblem big;
-  big.model = &model;
-  big.cluster = make_cluster(rng, {334, 333, 333}, 8, true);
-  for (int j = 0; j < 100; ++j) {
-    PlacementJob job = make_job(rng, model, 64);
-    job.max_gpus = 1 << (rng() % 7);  // 1..64
-    big.jobs.push_back(job);
+  // Planning-size instances: 1,000 GPUs (125 nodes of 8) with 100 jobs, and 10,000 GPUs (1,250
+  // nodes of 8) with 2,000 jobs, both three types; jobs of 1 to 64 GPUs.
+  struct Large {
+    int gpus, jobs, seed_gpus = 0;
+    double seed_ms = 0;
+    PlacementResult market, ours;
+  };
+  std::vector<Large> large = {{1000, 100}, {10000, 2000}};
+  for (Large& l : large) {
+    std::mt19937 rng(seed);
+    PlacementProblem big;
+    big.model = &model;
+    int third = l.gpus / 3;
+    big.cluster = make_cluster(rng, {l.gpus - 2 * third, third, third}, 8, true);
+    for (int j = 0; j < l.jobs; ++j) {
+      PlacementJob job = make_job(rng, model, 64);
+      job.max_gpus = 1 << (rng() % 7);  // 1..64
+      big.jobs.push_back(job);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<int> big_seed = placement_seed_counts(big);
+    l.seed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    l.market = market_match(big, big_seed);
+    l.ours = place_hetero(big, big_seed, samples, seed);
+    for (int c : big_seed) l.seed_gpus += c;
+    std::fprintf(stderr, "[large] %d GPUs, %d jobs: place_hetero %.2f ms\n", l.gpus, l.jobs,
+                 l.ours.solve_ms);
   }
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<int> big_seed = placement_seed_counts(big);
-  double seed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  PlacementResult big_market = market_match(big, big_seed);
-  PlacementResult big_ours = place_hetero(big, big_seed, samples, seed);
-  int big_gpus = 0;
-  for (int c : big_seed) big_gpus += c;
 
   std::printf("\nPlacement vs the GLPK MIP optimum (%d instances per setting, K = %d, seed %u)\n",
               instances, samples, seed);
@@ -211,11 +223,15 @@ int main(int argc, char** argv) {
   }
   std::printf("(gap: our sum of finish times without locality vs the optimum; seed gap: the market on "
               "the doubling seed alone, K = 1)\n");
-  std::printf("\nLarge instance: 1,000 GPUs (125 nodes, 3 types), 100 jobs, %d GPUs in the seed\n",
-              big_gpus);
-  std::printf("  seed (doubling) %.2f ms, one market %.2f ms, place_hetero K=%d %.2f ms (%d categories)\n",
-              seed_ms, big_market.solve_ms, samples, big_ours.solve_ms, big_ours.categories_evaluated);
-
+  for (const Large& l : large) {
+    std::printf("\nLarge instance: %d GPUs (%d nodes of 8, 3 types), %d jobs, %d GPUs in the seed\n",
+                l.gpus, l.gpus / 8, l.jobs, l.seed_gpus);
+    std::printf("  seed (doubling) %.2f ms, one market %.2f ms (%d fallbacks), place_hetero K=%d "
+                "%.2f ms (%d categories, work %ld of budget %ld, %d fallbacks)\n",
+                l.seed_ms, l.market.solve_ms, l.market.auction_fallbacks, samples, l.ours.solve_ms,
+                l.ours.categories_evaluated, l.ours.work, placement_work_budget(l.jobs, samples),
+                l.ours.auction_fallbacks);
+  }
   std::printf("\n{\"instances\": %d, \"samples\": %d, \"seed\": %u", instances, samples, seed);
   const char* keys[] = {"uniform_links", "server_links"};
   for (int s = 0; s < 2; ++s) {
@@ -226,8 +242,11 @@ int main(int argc, char** argv) {
                 keys[s], st.gaps.size(), mean(st.gaps), maxv(st.gaps), mean(st.seed_gaps),
                 mean(st.ours_ms), mean(st.mip_ms), mean(st.ratios), minv(st.ratios), st.mip_not_optimal);
   }
-  std::printf(", \"large\": {\"gpus\": 1000, \"jobs\": 100, \"market_ms\": %.3f, \"place_hetero_ms\": %.3f, "
-              "\"categories\": %d}}\n",
-              big_market.solve_ms, big_ours.solve_ms, big_ours.categories_evaluated);
+  for (const Large& l : large)
+    std::printf(", \"large_%d_%d\": {\"market_ms\": %.3f, \"place_hetero_ms\": %.3f, "
+                "\"categories\": %d, \"work\": %ld, \"work_budget\": %ld, \"fallbacks\": %d}",
+                l.gpus, l.jobs, l.market.solve_ms, l.ours.solve_ms, l.ours.categories_evaluated,
+                l.ours.work, placement_work_budget(l.jobs, samples), l.ours.auction_fallbacks);
+  std::printf("}\n");
   return 0;
 }

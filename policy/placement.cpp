@@ -46,6 +46,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <queue>
 #include <set>
 
 #include "ringsched/placement_support.h"
@@ -64,7 +65,7 @@ constexpr long kPairStates = 4096;         // ... and pooled count vectors up to
 constexpr long kWorkPerJob = 96;
 constexpr long kWorkPerSample = 400;
 constexpr long kWorkBase = 30000;
-constexpr long kBidsPerJob = 8, kBidsBase = 64;            // auction bid cap
+constexpr long kBidsPerJob = 4, kBidsBase = 64;            // auction bid cap
 constexpr long kSampleBidsPerChange = 8, kSampleBidsBase = 16;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -253,7 +254,11 @@ class Market {
   }
 
   long work() const { return work_; }
-  bool out_of_work() const { return work_ >= budget_; }
+  bool out_of_work() const { return work_ >= std::min(budget_, limit_); }
+  // Work allowed to the phase that starts now (on top of what is done), within the budget.
+  void allow_phase(long work) {
+    limit_ = work >= budget_ - work_ ? budget_ : work_ + work;
+  }
   int fallbacks() const { return fallbacks_; }
   const std::vector<int>& counts() const { return state_.counts; }
 
@@ -291,6 +296,14 @@ class Market {
     return hall_holds(need);
   }
 
+  // Starts a category with no packages held (bookkeeping for may_fit_changes()).
+  void set_category(const std::vector<int>& counts) { reset(counts); }
+  // Changes one job's count in a category with no packages held.
+  void set_count(int j, int n) {
+    if (hall_) state_.need_by_mask[mask_[j]] += n - state_.counts[j];
+    state_.counts[j] = n;
+  }
+
   // The market from scratch on `counts`; false if the category cannot be matched.
   bool run(const std::vector<int>& counts) {
     if (!may_fit(counts)) return false;
@@ -303,23 +316,36 @@ class Market {
     std::deque<int> queue(order.begin(), order.end());
     long cap = kBidsPerJob * static_cast<long>(order.size()) + kBidsBase;
     if (auction(queue, cap)) return true;
-    // Bid cap (or work budget) reached: start over, most constrained jobs first, each taking its
-    // best package among the free GPUs; failing that, any feasible per-type assignment.
+    // Bid cap (or work budget) reached: the jobs still without GPUs take their best packages
+    // among the free ones, most constrained first; failing that, the same from scratch; failing
+    // that, any feasible per-type assignment.
     ++fallbacks_;
-    reset(counts);
     auto kinds = [&](int j) {
       return p_.jobs[j].allow_mixed ? static_cast<int>(types_[j].size()) : 0;
     };
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return kinds(a) != kinds(b) ? kinds(a) < kinds(b) : counts[a] > counts[b];
-    });
-    for (int j : order) {
-      Bid bid;
-      if (!best_package(j, /*free_only=*/true, bid)) return feasible_flow(order);
-      std::deque<int> none;
-      take(j, bid, none);
-    }
-    return true;
+    auto constrained_first = [&](std::vector<int>& jobs) {
+      std::stable_sort(jobs.begin(), jobs.end(), [&](int a, int b) {
+        return kinds(a) != kinds(b) ? kinds(a) < kinds(b) : counts[a] > counts[b];
+      });
+    };
+    auto greedy = [&](std::vector<int> jobs) {
+      constrained_first(jobs);
+      for (int j : jobs) {
+        Bid bid;
+        if (!best_package(j, /*free_only=*/true, bid)) return false;
+        std::deque<int> none;
+        take(j, bid, none, /*free_only=*/true);
+      }
+      return true;
+    };
+    std::vector<int> waiting;
+    for (int j : order)
+      if (!state_.assigned[j]) waiting.push_back(j);
+    if (greedy(waiting)) return true;
+    reset(counts);
+    if (greedy(order)) return true;
+    constrained_first(order);
+    return feasible_flow(order);
   }
 
   // Incremental evaluation of a category change: the jobs in `changes` (job, new count) give up
@@ -358,17 +384,36 @@ class Market {
   void restore(const State& s) { state_ = s; }
 
   // Local improvement (step 3 at the top of this file), within the work budget.
-  void improve() {
-    for (int round = 0; round < 50 && !out_of_work(); ++round) {
-      bool better = false;
-      for (int j = 0; j < J_ && !out_of_work(); ++j)
-        if (state_.assigned[j] && improve_one(j)) better = true;
-      if (!better && !out_of_work() && pairs_allowed()) {
-        for (int a = 0; a < J_ && !out_of_work(); ++a)
-          for (int b = a + 1; b < J_ && !out_of_work(); ++b)
-            if (state_.assigned[a] && state_.assigned[b] && improve_pair(a, b)) better = true;
-      }
-      if (!better) break;
+  // On small problems (those that get pair moves) it then kicks the result `kicks` times -- two
+  // random jobs get random sizes and mixes in what they and the free GPUs hold -- improves
+  // again, and keeps the outcome when it is better (iterated local search, seeded).
+  void improve(int kicks, std::mt19937& rng) {
+    descend();
+    if (!pairs_allowed()) return;
+    std::vector<int> running;
+    for (int j = 0; j < J_; ++j)
+      if (state_.assigned[j]) running.push_back(j);
+    if (running.size() < 2) return;
+    for (int k = 0; k < kicks && !out_of_work(); ++k) {
+      State before = state_;
+      double before_obj = objective();
+      int a = running[rng() % running.size()], b = running[rng() % running.size()];
+      if (a == b) continue;
+      std::vector<int> pool = state_.free;
+      for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + hold(b, t);
+      columns_in(a, pool, columns_a_);
+      if (columns_a_.empty()) continue;
+      Column ca = columns_a_[rng() % columns_a_.size()];
+      for (int t = 0; t < T_; ++t) pool[t] -= ca.counts[t];
+      columns_in(b, pool, columns_b_);
+      if (columns_b_.empty()) continue;
+      Column cb = columns_b_[rng() % columns_b_.size()];
+      release(a);
+      release(b);
+      reassign(a, ca.counts, ca.finish);
+      reassign(b, cb.counts, cb.finish);
+      descend();
+      if (!clearly_better(objective(), before_obj)) state_ = std::move(before);
     }
   }
 
@@ -726,7 +771,8 @@ class Market {
     state_.assigned[j] = 0;
   }
 
-  void take(int j, const Bid& bid, std::deque<int>& queue) {
+  // Job j buys its package: the cheapest GPUs of each type (only free ones with free_only).
+  void take(int j, const Bid& bid, std::deque<int>& queue, bool free_only = false) {
     // First the contested GPUs (held ones among the cheapest of each type): evict their holders.
     int contested = 0;
     std::vector<int> held_taken(T_, 0);
@@ -735,6 +781,7 @@ class Market {
       int need = bid.counts[t];
       for (size_t i = 0; i < state_.lots[t].size() && need > 0; ++i) {
         const Lot& l = state_.lots[t][i];
+        if (free_only && l.holder >= 0) continue;
         int x = std::min(need, l.count);
         if (l.holder >= 0) {
           held_taken[t] += x;
@@ -757,8 +804,7 @@ class Market {
       double epsilon = std::ldexp(kBidEpsilon, level);
       raise = (margin + epsilon * std::max(bid.finish, 1e-9)) / contested;
     }
-    // Then buy the cheapest GPUs of each type (the evictions freed the contested ones in place);
-    // the contested units, the dearest bought, carry the raise.
+    // Then buy the cheapest GPUs of each type (the evictions freed the contested ones in place).
     for (int t = 0; t < T_; ++t) {
       int need = bid.counts[t];
       if (need <= 0) continue;
@@ -781,15 +827,15 @@ class Market {
           ++i;
         }
       }
-      int raised = held_taken[t];
-      for (auto it = bought.rbegin(); it != bought.rend() && raised > 0; ++it) {
-        int x = std::min(raised, it->count);
-        raised -= x;
-        if (x < it->count) {
-          insert_lot(t, Lot{it->price, j, it->count - x});
-          it->count = x;
-        }
-        it->price += raise;
+      if (held_taken[t] > 0) {
+        // A contested type: every unit the bidder takes of it is priced at the dearest one plus
+        // the raise, so that the evicted jobs cannot take the package apart cheaply (with
+        // interchangeable units, prices inside a type must level for the auction to settle).
+        double level = 0;
+        for (const Lot& l : bought) level = std::max(level, l.price);
+        int total = 0;
+        for (const Lot& l : bought) total += l.count;
+        bought.assign(1, Lot{level + raise, j, total});
       }
       for (const Lot& l : bought) insert_lot(t, l);
       hold(j, t) = bid.counts[t];
@@ -808,7 +854,23 @@ class Market {
 
   // Every (size, mix) job j may take inside `pool` GPUs per type, with its finish time. Mixes
   // are enumerated when they are few, else only single types and the fastest-first fill.
+  // On small problems every column within the cluster is valued once and filtered afterwards.
   void columns_in(int j, const std::vector<int>& pool, std::vector<Column>& out) {
+    if (pairs_allowed()) {
+      if (all_columns_.empty()) all_columns_.resize(J_);
+      if (all_columns_[j].empty()) value_columns(j, topo_.cap_of_type, all_columns_[j]);
+      out.clear();
+      for (const Column& col : all_columns_[j]) {
+        bool fits = true;
+        for (int t = 0; t < T_ && fits; ++t) fits = col.counts[t] <= pool[t];
+        if (fits) out.push_back(col);
+      }
+      return;
+    }
+    value_columns(j, pool, out);
+  }
+
+  void value_columns(int j, const std::vector<int>& pool, std::vector<Column>& out) {
     out.clear();
     const std::vector<int>& types = types_[j];
     std::vector<int> c(T_, 0);
@@ -891,6 +953,21 @@ class Market {
 
   static bool clearly_better(double candidate, double now) {
     return candidate < now - 1e-9 * std::max(1.0, std::fabs(now));
+  }
+
+  // One job, then pairs, while it helps.
+  void descend() {
+    for (int round = 0; round < 50 && !out_of_work(); ++round) {
+      bool better = false;
+      for (int j = 0; j < J_ && !out_of_work(); ++j)
+        if (state_.assigned[j] && improve_one(j)) better = true;
+      if (!better && !out_of_work() && pairs_allowed()) {
+        for (int a = 0; a < J_ && !out_of_work(); ++a)
+          for (int b = a + 1; b < J_ && !out_of_work(); ++b)
+            if (state_.assigned[a] && state_.assigned[b] && improve_pair(a, b)) better = true;
+      }
+      if (!better) break;
+    }
   }
 
   bool improve_one(int j) {
@@ -1059,6 +1136,7 @@ class Market {
   int T_, J_;
   long budget_;
   long work_ = 0;
+  long limit_ = std::numeric_limits<long>::max();  // end of the current phase's work
   int fallbacks_ = 0;
   bool hall_ = true;
   std::vector<int> max_node_;
@@ -1069,6 +1147,7 @@ class Market {
   std::vector<std::vector<double>> cost_;  // scratch of best_package
   std::vector<int> avail_;
   std::vector<Column> columns_a_, columns_b_;
+  std::vector<std::vector<Column>> all_columns_;  // per job, small problems only
   std::vector<std::pair<double, int>> table_;
   std::vector<std::vector<std::pair<int, int>>> package_;  // per job: (node, GPUs) after packing
 };
@@ -1282,45 +1361,43 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
     }
     return left > 0 ? 0.0 : speeds.speed(j, c);
   };
-  // The pool is shared, but a category must also respect the types each job may use.
+  // The pool is shared, but a category must also respect the types each job may use (Hall's
+  // condition, checked incrementally). Counts only grow, so a job that cannot grow now never can.
   Topology topo(p, speeds);
   Market market(p, speeds, topo, sizes, placement_work_budget(J, 0));
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
-  int pool = p.cluster.usable_gpus();
+  market.set_category(counts);
+  long pool = p.cluster.usable_gpus();
   for (int j = 0; j < J; ++j) {
     if (sizes[j].empty() || sizes[j][0] > pool || speed(j, sizes[j][0]) <= 0) continue;
+    if (!market.may_fit_changes({{j, sizes[j][0]}})) continue;
     counts[j] = sizes[j][0];
-    if (!market.may_fit(counts)) {
-      counts[j] = 0;
-      continue;
-    }
+    market.set_count(j, counts[j]);
     level[j] = 0;
     pool -= counts[j];
   }
-  for (;;) {
-    int best = -1;
-    double best_gain = 0;
-    for (int j = 0; j < J; ++j) {
-      if (level[j] < 0 || level[j] + 1 >= static_cast<int>(sizes[j].size())) continue;
-      int next = sizes[j][level[j] + 1];
-      int extra = next - counts[j];
-      if (extra > pool) continue;
-      double v0 = speed(j, counts[j]), v1 = speed(j, next);
-      if (v1 <= 0) continue;
-      std::vector<int> trial = counts;
-      trial[j] = next;
-      if (!market.may_fit(trial)) continue;
-      double gain = (p.jobs[j].remaining / v0 - p.jobs[j].remaining / v1) / extra;
-      if (gain > best_gain) {
-        best_gain = gain;
-        best = j;
-      }
-    }
-    if (best < 0) break;
-    int next = sizes[best][++level[best]];
-    pool -= next - counts[best];
-    counts[best] = next;
+  // Then the job that gains the most time per added GPU doubles, while one can.
+  std::priority_queue<std::pair<double, int>> gains;  // (gain, -job): ties to the first job
+  auto push_gain = [&](int j) {
+    if (level[j] < 0 || level[j] + 1 >= static_cast<int>(sizes[j].size())) return;
+    int next = sizes[j][level[j] + 1];
+    double v0 = speed(j, counts[j]), v1 = speed(j, next);
+    if (v1 <= 0) return;
+    double gain = (p.jobs[j].remaining / v0 - p.jobs[j].remaining / v1) / (next - counts[j]);
+    if (gain > 0) gains.push({gain, -j});
+  };
+  for (int j = 0; j < J; ++j) push_gain(j);
+  while (!gains.empty()) {
+    int j = -gains.top().second;
+    gains.pop();
+    int next = sizes[j][level[j] + 1];
+    if (next - counts[j] > pool || !market.may_fit_changes({{j, next}})) continue;
+    pool -= next - counts[j];
+    counts[j] = next;
+    ++level[j];
+    market.set_count(j, next);
+    push_gain(j);
   }
   return counts;
 }
@@ -1406,6 +1483,9 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   };
   int evaluated = 0;
   bool matched = false;
+  int running = 0;
+  for (int c : counts) running += c > 0 ? 1 : 0;
+  market.allow_phase(kWorkPerJob * running + kWorkBase / 4);  // the rest: sampling, improvement
   for (;;) {
     bool any = false;
     for (int c : counts) any = any || c > 0;
@@ -1433,6 +1513,7 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
     double best_obj = market.objective();
     std::set<std::vector<std::pair<int, int>>> visited;  // changes tried from the current best
     std::mt19937 rng(seed);
+    market.allow_phase(kWorkPerSample * static_cast<long>(samples));
     auto step = [&](std::vector<std::pair<int, int>>& changes, int j, int dir) {
       int now = market.counts()[j];
       for (const auto& [k, n] : changes)
@@ -1486,7 +1567,8 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
       }
       market.restore(best_state);
     }
-    market.improve();
+    market.allow_phase(std::numeric_limits<long>::max());
+    market.improve(samples / 4, rng);
     if (!market.finish_result(best)) best.jobs.assign(J, JobPlacement{});
   }
   best.categories_evaluated = evaluated;
