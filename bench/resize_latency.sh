@@ -50,7 +50,7 @@ at_size() { tail -1 "$out/slurm.loss" 2>/dev/null | awk -v s="$1" '$3 == s { ok 
 mark=0
 for size in 2 4 2; do
   wait_until 120 progressed || { echo "resize_latency: no progress (see $out/job.out)"; exit 1; }
-  echo "$size" > "$out/ck/resize-request"
+  echo "$size" > "$out/ck/resize-request.tmp" && mv "$out/ck/resize-request.tmp" "$out/ck/resize-request"
   echo "resize_latency: requested $size GPUs at step $(lines)"
   wait_until 120 at_size "$size" || { echo "resize_latency: the job did not come back at $size GPUs (see $out/job.out)"; exit 1; }
   mark=$(lines)

@@ -131,7 +131,11 @@ class WrapperTest : public CppUnit::TestFixture {
     size_t mark = 0;
     for (int size : {2, 4, 2}) {
       CPPUNIT_ASSERT(wait_for([&] { return line_count(log) >= mark + 600; }, 60));
-      std::ofstream(ck + "/resize-request") << size << "\n";
+      {
+        // Written aside and renamed into place: ringrun never sees half a request.
+        std::ofstream(ck + "/resize-request.tmp") << size << "\n";
+        CPPUNIT_ASSERT_EQUAL(0, rename((ck + "/resize-request.tmp").c_str(), (ck + "/resize-request").c_str()));
+      }
       CPPUNIT_ASSERT(wait_for([&] { return !std::ifstream(ck + "/resize-request").good(); }, 30));
       CPPUNIT_ASSERT(wait_for([&] {
         auto m = read_loss(log);

@@ -237,7 +237,11 @@ class WorkerGroup {
         // Each worker leads its own process group: signals reach whatever it starts, too.
         setpgid(0, 0);
         for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT}) signal(sig, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &old, nullptr);
+        // SIGUSR1 stays blocked through exec: a worker unblocks it once its handler is in place,
+        // so a stop request that comes early waits instead of killing it.
+        sigset_t usr1 = old;
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(SIG_SETMASK, &usr1, nullptr);
         std::vector<char*> av, ev;
         for (auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
         av.push_back(nullptr);
@@ -280,12 +284,15 @@ class WorkerGroup {
 
 // --- resize requests ------------------------------------------------------------------------------
 
-// A request file holds one GPU count. It is consumed (removed) when read; a malformed one is
-// reported and removed too, so a bad request cannot wedge the job.
+// A request file holds one GPU count and a newline. Writers should create it under another name
+// and rename it into place; a file without its newline yet is being written and is left for the
+// next look. It is consumed (removed) when read; a malformed one is reported and removed too, so a
+// bad request cannot wedge the job.
 int read_resize_file(const std::string& path, int max_gpus) {
   std::ifstream in(path);
   if (!in) return 0;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty() || (text.back() != '\n' && text.size() < 64)) return 0;
   ::unlink(path.c_str());
   int n = 0;
   size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
@@ -329,6 +336,15 @@ ResizeRequest parse_admin_comment(const std::string& c, int max_gpus) {
   }
   r.gpus = n;
   return r;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path + ".tmp") << text;
+  ::rename((path + ".tmp").c_str(), path.c_str());
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -493,6 +509,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
 
   const std::string timing_file = o.ckpt_dir + "/timing";
+  const std::string handled_file = o.ckpt_dir + "/handled-request";
   for (int generation = 0;; ++generation) {
     std::vector<std::string> env = {
         "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
@@ -570,9 +587,14 @@ int main(int argc, char** argv) {
           if (!target && job) {
             try {
               job->refresh();
-              ResizeRequest r = parse_admin_comment(job->shape().admin_comment, o.max_gpus);
+              const std::string& comment = job->shape().admin_comment;
+              ResizeRequest r = parse_admin_comment(comment, o.max_gpus);
               bool new_type = !r.type.empty() && r.type != o.gpu_type && !o.gpu_type.empty();
+              // The comment outlives the restart it caused: a request once carried out is
+              // remembered in the job's folder and not carried out again.
+              if (r.gpus && comment == read_text(handled_file)) r.gpus = 0;
               if (r.gpus && (r.gpus != world || new_type)) {
+                write_text(handled_file, comment);
                 target = r.gpus, target_type = new_type ? r.type : "";
                 reason = "policy engine (admin comment '" + job->shape().admin_comment + "')";
                 if (r.at > 0) ringrun::env::event(o.ckpt_dir, "engine_decided_at " + std::to_string(r.at));

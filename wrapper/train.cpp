@@ -349,6 +349,12 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR1, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // ringrun starts workers with SIGUSR1 blocked (ringrun(1)); a request that came early is
+  // delivered now, to the handler.
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigprocmask(SIG_UNBLOCK, &usr1, nullptr);
 
   RINGRT_CHECK(ringrt_init());
   int world = 0;

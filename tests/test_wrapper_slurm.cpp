@@ -1,0 +1,121 @@
+// ringrun on the real local Slurm cluster (scripts/testcluster.sh): a training job resized
+// 1 -> 2 -> 4 -> 2 GPUs through checkpoint, requeue-hold, update, release and restore reaches the
+// same loss curve as an uninterrupted run. The 2 -> 4 step takes the policy engine's path (a
+// "ringsched:resize=N,type=T" AdminComment and SIGUSR2 to the batch shell); the others the
+// request file. Prints each resize's latency from the job's events file.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "slurm_test_cluster.h"
+#include "test_util.h"
+
+namespace {
+
+const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
+const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
+
+std::map<long, std::pair<double, int>> read_loss(const std::string& path) {
+  std::map<long, std::pair<double, int>> m;
+  std::ifstream in(path);
+  long step;
+  double loss;
+  int world;
+  while (in >> step >> loss >> world) m[step] = {loss, world};
+  return m;
+}
+
+}  // namespace
+
+class WrapperSlurmTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(WrapperSlurmTest);
+  CPPUNIT_TEST(resize_on_slurm_matches_uninterrupted_run);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void resize_on_slurm_matches_uninterrupted_run() {
+    auto& cluster = ringtest::SlurmTestCluster::get("wrapper", false);
+    TempDir d;
+    const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss";
+    const std::string training = " --steps=1200 --log-every=100000 --emulate-model=lm-b80";
+    const std::string script = d.write("job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
+                                                     repo_file("data/profiles/gavel.csv") + " --ckpt-dir=" + ck +
+                                                     " -- " + kTrain + training + " --loss-log=" + loss + "\n");
+    chmod(script.c_str(), 0755);
+    std::string out;
+    unsigned job = cluster.submit("--requeue --open-mode=append -o " + d.path() + "/job.out --gres=gpu:v100:1 " + script,
+                                  &out);
+    CPPUNIT_ASSERT_MESSAGE(out, job > 0);
+    size_t mark = 0;
+    auto lines = [&] { return read_loss(loss).size(); };
+    for (int size : {2, 4, 2}) {
+      CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for([&] { return lines() >= mark + 100; }, 120));
+      if (size == 4) {
+        // The policy engine's way: AdminComment + SIGUSR2 to the batch shell.
+        auto r = cluster.run("scontrol update JobId=" + std::to_string(job) +
+                             " AdminComment=ringsched:resize=4,type=v100,at=0 && scancel -b -s USR2 " +
+                             std::to_string(job));
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+      } else {
+        {
+        // Written aside and renamed into place: ringrun never sees half a request.
+        std::ofstream(ck + "/resize-request.tmp") << size << "\n";
+        CPPUNIT_ASSERT_EQUAL(0, rename((ck + "/resize-request.tmp").c_str(), (ck + "/resize-request").c_str()));
+      }
+      }
+      CPPUNIT_ASSERT_MESSAGE(cluster.run("cat " + d.path() + "/job.out").out,
+                             ringtest::SlurmTestCluster::wait_for([&] {
+                               auto m = read_loss(loss);
+                               return !m.empty() && m.rbegin()->second.second == size;
+                             }, 120));
+      mark = lines();
+      CPPUNIT_ASSERT(contains(cluster.job_field(job, "TresPerNode"), "gpu:v100:" + std::to_string(size)));
+    }
+    CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for(
+        [&] { return cluster.job_field(job, "JobState") == "COMPLETED"; }, 180));
+    CPPUNIT_ASSERT_EQUAL(std::string("3"), cluster.job_field(job, "Restarts"));
+
+    // The same training, uninterrupted, one local rank.
+    auto r = cluster.run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
+                         " --steps=1200 --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    auto ref = read_loss(d.path() + "/ref.loss"), got = read_loss(loss);
+    CPPUNIT_ASSERT_EQUAL(size_t(1200), got.size());
+    double worst = 0;
+    std::vector<int> sizes;
+    for (auto& [step, lw] : got) {
+      worst = std::max(worst, std::fabs(lw.first - ref.at(step).first));
+      if (sizes.empty() || sizes.back() != lw.second) sizes.push_back(lw.second);
+    }
+    CPPUNIT_ASSERT(sizes == std::vector<int>({1, 2, 4, 2}));
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
+
+    // Latency of each resize, decision -> first iteration at the new size (printed, and bounded
+    // loosely: the goal is 15 s, a shared machine can be slower).
+    std::ifstream ev(ck + "/events");
+    std::string line;
+    double decided = 0;
+    while (std::getline(ev, line)) {
+      std::istringstream is(line);
+      double t;
+      std::string what, detail;
+      is >> t >> what >> detail;
+      if (what == "decision") decided = t;
+      if (what == "first_step" && decided > 0) {
+        std::printf("     resize latency: %.2f s (decision -> first iteration at the new size)\n", t - decided);
+        CPPUNIT_ASSERT(t - decided < 60);
+        decided = 0;
+      }
+    }
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(WrapperSlurmTest);
