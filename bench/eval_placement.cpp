@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
     std::printf("  seed (doubling) %.2f ms, one market %.2f ms (%d fallbacks), place_hetero K=%d "
                 "%.2f ms (%d categories, work %ld of budget %ld, %d fallbacks)\n",
                 l.seed_ms, l.market.solve_ms, l.market.auction_fallbacks, samples, l.ours.solve_ms,
-                l.ours.categories_evaluated, l.ours.work, placement_work_budget(l.jobs, samples),
+                l.ours.categories_evaluated, l.ours.work, placement_work_budget(l.jobs, 3, samples),
                 l.ours.auction_fallbacks);
   }
   std::printf("\n{\"instances\": %d, \"samples\": %d, \"seed\": %u", instances, samples, seed);
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     std::printf(", \"large_%d_%d\": {\"market_ms\": %.3f, \"place_hetero_ms\": %.3f, "
                 "\"categories\": %d, \"work\": %ld, \"work_budget\": %ld, \"fallbacks\": %d}",
                 l.gpus, l.jobs, l.market.solve_ms, l.ours.solve_ms, l.ours.categories_evaluated,
-                l.ours.work, placement_work_budget(l.jobs, samples), l.ours.auction_fallbacks);
+                l.ours.work, placement_work_budget(l.jobs, 3, samples), l.ours.auction_fallbacks);
   std::printf("}\n");
   return 0;
 }

@@ -61,13 +61,18 @@ constexpr long kExhaustiveVectors = 64;    // enumerate mixes up to this many, e
 constexpr long kLocalMixes = 256;          // local improvement enumerates mixes up to this many
 constexpr int kPairJobs = 24;              // pair moves on problems with at most this many jobs
 constexpr long kPairStates = 4096;         // ... and pooled count vectors up to this many
-// Work budget (package valuations), see placement_work_budget().
+// Work budget (package valuations), see placement_work_budget() and work_for_phases().
 constexpr long kWorkPerJob = 96;
 constexpr long kWorkPerSample = 400;
 constexpr long kWorkBase = 30000;
-constexpr long kBidsPerJob = 4, kBidsBase = 64;            // auction bid cap
+constexpr long kBidsPerJob = 6, kBidsBase = 64;            // auction bid cap
 constexpr long kSampleBidsPerChange = 8, kSampleBidsBase = 16;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// The work the phases of place_hetero may start: the auction, the samples, the improvement.
+long work_for_phases(int jobs, int samples) {
+  return kWorkBase + kWorkPerJob * std::max(0, jobs) + kWorkPerSample * std::max(0, samples);
+}
 
 std::string job_name(const PlacementProblem& p, int j) {
   return "placement job " + std::to_string(j) + " (" + p.jobs[j].model + ")";
@@ -564,7 +569,20 @@ class Market {
       for (int t = 0; t < T_; ++t) fits = fits && now[t] <= (speeds_.allowed(j, t) ? avail_[t] : 0);
       if (fits) consider(now);
     }
-    if (job.allow_mixed && types.size() > 1) {
+    if (job.allow_mixed && types.size() > 1 && free_only) {
+      // The fallback's pass: the fastest single-GPU types first, no search (bounded work).
+      std::vector<int> order = types;
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
+      c.assign(T_, 0);
+      int left = n;
+      for (int t : order) {
+        c[t] = std::min(left, avail_[t]);
+        left -= c[t];
+      }
+      int kinds = 0;
+      for (int t : types) kinds += c[t] > 0 ? 1 : 0;
+      if (left == 0 && kinds > 1 && c != now) consider(c);
+    } else if (job.allow_mixed && types.size() > 1) {
       // A mix is never faster than its fastest type alone (proportional split: compute time at
       // least that of n GPUs of the fastest, communication at least its ring's), and it pays at
       // least the n cheapest GPUs of the allowed types.
@@ -1242,12 +1260,18 @@ std::vector<int> placement_sizes(const PlacementProblem& p, const PlacementSpeed
   return std::vector<int>(sizes.begin(), sizes.end());
 }
 
-long placement_work_budget(int jobs, int samples) {
-  // The phases stop at the budget; the one package search under way may finish past it, by at
-  // most its own valuations: the types, the current mix and the mixes it enumerates or searches.
-  constexpr long kLastSearch = 64 + 200L * 12 * 11 + 16;
-  return kWorkBase + kWorkPerJob * std::max(0, jobs) + kWorkPerSample * std::max(0, samples) +
-         kLastSearch;
+long placement_work_budget(int jobs, int types, int samples) {
+  long J = std::max(0, jobs), T = std::max(0, types);
+  // What the phases may start (each stops once it is reached; see Market::allow_phase) ...
+  long phases = work_for_phases(jobs, samples);
+  // ... plus the fallback of a market that reaches its bid cap (two greedy passes of at most
+  // T + 2 valuations per job, one valuation per job in the flow) ...
+  long fallback = (2 * (T + 2) + 1) * J;
+  // ... plus the step under way when a phase reaches its end: one package search (the types,
+  // the current mix, the mixes enumerated or searched) or the columns of two jobs.
+  long step = std::max(T + 2 + std::max(kExhaustiveVectors, 200 * T * T),
+                       2 * 64 * (kLocalMixes + T + 1));
+  return phases + fallback + step;
 }
 
 size_t PlacementSpeeds::CountsHash::operator()(const std::vector<int>& v) const {
@@ -1364,7 +1388,7 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   // The pool is shared, but a category must also respect the types each job may use (Hall's
   // condition, checked incrementally). Counts only grow, so a job that cannot grow now never can.
   Topology topo(p, speeds);
-  Market market(p, speeds, topo, sizes, placement_work_budget(J, 0));
+  Market market(p, speeds, topo, sizes, work_for_phases(J, 0));
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
   market.set_category(counts);
@@ -1435,7 +1459,7 @@ PlacementResult market_match(const PlacementProblem& problem, const std::vector<
   std::vector<std::vector<int>> sizes(J);
   for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
   Topology topo(problem, speeds);
-  Market market(problem, speeds, topo, sizes, placement_work_budget(J, 0));
+  Market market(problem, speeds, topo, sizes, work_for_phases(J, 0));
   PlacementResult r;
   if (!market.run(counts) || !market.finish_result(r))
     throw InputError("placement: the category does not fit the cluster's usable GPUs of the "
@@ -1459,7 +1483,7 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   std::vector<std::vector<int>> sizes(J);
   for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
   Topology topo(problem, speeds);
-  Market market(problem, speeds, topo, sizes, placement_work_budget(J, samples));
+  Market market(problem, speeds, topo, sizes, work_for_phases(J, samples));
 
   // The seed itself; while it cannot be matched, shrink its largest job one size (else let the
   // last running job wait). Hall's condition is checked first: it costs no market.

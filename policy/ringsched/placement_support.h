@@ -27,9 +27,12 @@ class PlacementSpeeds;
 std::vector<int> placement_sizes(const PlacementProblem& problem, const PlacementSpeeds& speeds,
                                  int job);
 
-// Upper bound on PlacementResult::work for place_hetero on `jobs` jobs with `samples` categories:
-// linear in both, whatever the cluster size.
-long placement_work_budget(int jobs, int samples);
+// Upper bound on PlacementResult::work for place_hetero on `jobs` jobs, `types` GPU types and
+// `samples` categories when its seed category (after the Hall's-condition shrinking) is matched
+// by its first market: linear in the jobs and the samples, whatever the cluster size. (A seed
+// that must shrink after a failed market adds one market's fallback, (2 types + 5) x jobs, per
+// retry; that takes jobs that may not mix types.)
+long placement_work_budget(int jobs, int types, int samples);
 
 // Speeds of jobs on per-type GPU counts, through ThroughputModel::iters_per_s_mixed, memoised per
 // (model, counts). The profile-table scan inside the model dominates its cost, so the oracle asks
