@@ -52,6 +52,8 @@ struct SimView {
   double now_s = 0;
   const ringsched::Cluster* cluster = nullptr;
   const ringsched::ThroughputModel* model = nullptr;  // what the policy may know
+  const std::map<std::string, int>* gpus_by_type = nullptr;  // the cluster's GPUs per type
+  int total_gpus = 0;
   const std::vector<SimJob>* jobs = nullptr;
   std::vector<int> active;  // indices of Pending and Running jobs, in submit order
   bool event = true;        // an arrival or completion since the previous decision

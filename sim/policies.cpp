@@ -11,18 +11,18 @@ using ringsched::InputError;
 
 FreeMap::FreeMap(const ringsched::Cluster& c) : cluster_(c) {
   for (const ringsched::Node& n : c.nodes) {
+    index_[n.name] = free_.size();
     free_.push_back(n.gpus);
     free_by_type_[n.gpu_type] += n.gpus;
   }
 }
 
 void FreeMap::take(const std::map<std::string, int>& alloc) {
-  for (size_t i = 0; i < cluster_.nodes.size(); ++i) {
-    auto it = alloc.find(cluster_.nodes[i].name);
-    if (it != alloc.end()) {
-      free_[i] -= it->second;
-      free_by_type_[cluster_.nodes[i].gpu_type] -= it->second;
-    }
+  for (const auto& kv : alloc) {
+    auto it = index_.find(kv.first);
+    if (it == index_.end()) continue;  // not a node of this cluster: the engine rejects it
+    free_[it->second] -= kv.second;
+    free_by_type_[cluster_.nodes[it->second].gpu_type] -= kv.second;
   }
 }
 
@@ -81,7 +81,7 @@ double blended_speed(const SimView& v, const SimJob& j, int n) {
   for (const std::string& t : j.allowed_types) {
     double x = v.model->iters_per_s(j.spec->model, t, n);
     if (x > 0) {
-      int c = v.cluster->gpus_of_type(t);
+      int c = v.gpus_by_type->at(t);
       s += c * x;
       w += c;
     }
@@ -172,7 +172,7 @@ class TiresiasLas : public SchedulingPolicy {
     }
     std::stable_sort(order.begin(), order.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    int pool = v.cluster->total_gpus();
+    int pool = v.total_gpus;
     std::vector<bool> chosen(v.active.size(), false);
     for (const auto& o : order) {
       const SimJob& j = v.job(v.active[o.second]);
@@ -223,7 +223,7 @@ class OptimusGreedy : public SchedulingPolicy {
     const size_t m = v.active.size();
     std::vector<int> count(m, 0);
     std::vector<bool> fixed(m, false);
-    int pool = v.cluster->total_gpus();
+    int pool = v.total_gpus;
     // Running jobs inside their minimum resize interval keep their size.
     for (size_t k = 0; k < m; ++k) {
       const SimJob& j = v.job(v.active[k]);
@@ -328,7 +328,7 @@ class BestTypeFirst : public SchedulingPolicy {
       std::sort(types.begin(), types.end());
       bool larger_than_any = true;
       for (const auto& t : types) {
-        if (v.cluster->gpus_of_type(t.second) >= n) larger_than_any = false;
+        if (v.gpus_by_type->at(t.second) >= n) larger_than_any = false;
         std::map<std::string, int> a = fm.place(n, {t.second});
         if (!a.empty()) {
           out[k].gpus_by_node = a;

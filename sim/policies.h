@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine.h"
@@ -42,6 +43,7 @@ class FreeMap {
   const ringsched::Cluster& cluster_;
   std::vector<int> free_;
   std::map<std::string, int> free_by_type_;
+  std::unordered_map<std::string, size_t> index_;  // node name -> position
 };
 
 std::unique_ptr<SchedulingPolicy> make_fifo();
