@@ -6,6 +6,9 @@
 #include <fstream>
 #include <set>
 
+#include <jansson.h>
+#include <sys/wait.h>
+
 #include "engine.h"
 #include "policies.h"
 #include "ringsched/csv.h"
@@ -62,6 +65,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testEngineInvariantsAllPolicies);
   CPPUNIT_TEST(testDeterminism);
   CPPUNIT_TEST(testUnknownPolicy);
+  CPPUNIT_TEST(testCommandLine);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -344,6 +348,49 @@ class SimTest : public CppUnit::TestFixture {
     ringsched::ThroughputModel tm;
     std::string what = ringsched_test::error_of([&] { make_policy("sjf", PolicyOptions(), tm); });
     CPPUNIT_ASSERT(contains(what, "unknown policy 'sjf'"));
+  }
+
+  // The real program: a JSON report with the DESIGN 5 fields and the hand-checked FIFO figures,
+  // and a bad trace rejected with file:line and exit status 1.
+  void testCommandLine() {
+    TempDir d;
+    const std::string bin = std::string(RINGSCHED_BUILDDIR) + "/sim/ringsim";
+    std::string prof = d.write("p.csv", kLinearProfile);
+    std::string cl = d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n");
+    std::string tr = d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
+                                      "a,0,m,2,100\nb,10,m,4,400\nc,20,m,2,60\nd,30,m,1,10\n");
+    std::string rep = d.path() + "/r.json";
+    auto run = [&](const std::string& args, std::string* out) {
+      FILE* p = popen((bin + " " + args + " 2>&1").c_str(), "r");
+      CPPUNIT_ASSERT(p);
+      char buf[512];
+      out->clear();
+      while (fgets(buf, sizeof buf, p)) *out += buf;
+      int st = pclose(p);
+      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    };
+    std::string out;
+    CPPUNIT_ASSERT_EQUAL(0, run("run --quiet --trace " + tr + " --cluster " + cl + " --profiles " + prof +
+                                    " --compare fifo,tiresias --report " + rep, &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "fifo") && contains(out, "ratios to fifo"));
+    json_error_t err;
+    json_t* root = json_load_file(rep.c_str(), 0, &err);
+    CPPUNIT_ASSERT_MESSAGE(err.text, root);
+    json_t* fifo = json_object_get(json_object_get(root, "policies"), "fifo");
+    CPPUNIT_ASSERT(fifo);
+    for (const char* k : {"avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "restarts", "ftf_max",
+                          "decision_ms_p50", "decision_ms_p99", "jobs"})
+      CPPUNIT_ASSERT_MESSAGE(k, json_object_get(fifo, k));
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(87.5, json_number_value(json_object_get(fifo, "avg_jct_s")), 1e-6);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(160.0, json_number_value(json_object_get(fifo, "makespan_s")), 1e-6);
+    CPPUNIT_ASSERT_EQUAL(size_t(4), json_array_size(json_object_get(fifo, "jobs")));
+    json_decref(root);
+    std::string bad = d.write("bad.csv", "job_id,submit_s,model,gpus,iterations\na,5,m,1,10\nb,1,m,1,10\n");
+    CPPUNIT_ASSERT_EQUAL(1, run("run --quiet --trace " + bad + " --cluster " + cl + " --profiles " + prof, &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, bad + ":3"));
+    CPPUNIT_ASSERT_EQUAL(1, run("run --quiet --trace " + tr + " --cluster " + cl + " --profiles " + prof +
+                                    " --round -5", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--round"));
   }
 };
 
