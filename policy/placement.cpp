@@ -65,7 +65,7 @@ constexpr long kPairStates = 4096;         // ... and pooled count vectors up to
 constexpr long kWorkPerJob = 96;
 constexpr long kWorkPerSample = 400;
 constexpr long kWorkBase = 30000;
-constexpr long kBidsPerJob = 6, kBidsBase = 64;            // auction bid cap
+constexpr long kBidsPerJob = 16, kBidsBase = 64;            // auction bid cap
 constexpr long kSampleBidsPerChange = 8, kSampleBidsBase = 16;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -523,13 +523,15 @@ class Market {
     const PlacementJob& job = p_.jobs[j];
     int n = state_.counts[j];
     const std::vector<int>& types = types_[j];
-    // Per allowed type: the price of its cheapest k GPUs (lots are kept in buying order).
+    // Per allowed type: the price of its cheapest k GPUs (lots are kept in buying order); GPUs
+    // the job still holds (it lost some of its package) cost it nothing more.
     for (int t : types) {
       std::vector<double>& cost = cost_[t];
       cost.assign(1, 0.0);
+      for (int k = 0; k < hold(j, t) && static_cast<int>(cost.size()) <= n; ++k) cost.push_back(0.0);
       for (const Lot& l : state_.lots[t]) {
         if (static_cast<int>(cost.size()) > n) break;
-        if (free_only && l.holder >= 0) continue;
+        if (l.holder == j || (free_only && l.holder >= 0)) continue;
         for (int k = 0; k < l.count && static_cast<int>(cost.size()) <= n; ++k)
           cost.push_back(cost.back() + l.price);
       }
@@ -791,52 +793,55 @@ class Market {
 
   // Job j buys its package: the cheapest GPUs of each type (only free ones with free_only).
   void take(int j, const Bid& bid, std::deque<int>& queue, bool free_only = false) {
-    // First the contested GPUs (held ones among the cheapest of each type): evict their holders.
+    // What it holds already (it lost part of its package) counts first; what it no longer wants
+    // becomes free at its price, dearest first.
+    std::vector<int> buy(T_, 0);
+    for (int t = 0; t < T_; ++t) {
+      int keep = std::min(hold(j, t), bid.counts[t]);
+      int surplus = hold(j, t) - keep;
+      std::vector<Lot>& lots = state_.lots[t];
+      for (size_t i = lots.size(); i-- > 0 && surplus > 0;) {
+        if (lots[i].holder != j) continue;
+        int x = std::min(surplus, lots[i].count);
+        Lot freed{lots[i].price, -1, x};
+        lots[i].count -= x;
+        if (lots[i].count == 0) lots.erase(lots.begin() + static_cast<long>(i));
+        insert_lot(t, freed);
+        surplus -= x;
+        hold(j, t) -= x;
+        state_.free[t] += x;
+      }
+      buy[t] = bid.counts[t] - keep;
+    }
+    // Then the cheapest GPUs of others: the held ones among them are contested; their holders
+    // lose just those GPUs and bid again for what they lack.
     int contested = 0;
     std::vector<int> held_taken(T_, 0);
-    std::vector<int> losers;
+    std::vector<std::vector<Lot>> bought(T_);
     for (int t = 0; t < T_; ++t) {
-      int need = bid.counts[t];
-      for (size_t i = 0; i < state_.lots[t].size() && need > 0; ++i) {
-        const Lot& l = state_.lots[t][i];
-        if (free_only && l.holder >= 0) continue;
-        int x = std::min(need, l.count);
-        if (l.holder >= 0) {
-          held_taken[t] += x;
-          contested += x;
-          losers.push_back(l.holder);
-        }
-        need -= x;
-      }
-    }
-    std::sort(losers.begin(), losers.end());
-    losers.erase(std::unique(losers.begin(), losers.end()), losers.end());
-    for (int k : losers) {
-      release(k);
-      queue.push_back(k);
-    }
-    double raise = 0;
-    if (contested > 0) {
-      double margin = bid.second == kNegInf ? 0.0 : bid.utility - bid.second;
-      int level = std::min(60, state_.job_bids[j] / kEscalateEvery);
-      double epsilon = std::ldexp(kBidEpsilon, level);
-      raise = (margin + epsilon * std::max(bid.finish, 1e-9)) / contested;
-    }
-    // Then buy the cheapest GPUs of each type (the evictions freed the contested ones in place).
-    for (int t = 0; t < T_; ++t) {
-      int need = bid.counts[t];
-      if (need <= 0) continue;
-      std::vector<Lot> bought;
+      int need = buy[t];
       std::vector<Lot>& lots = state_.lots[t];
       size_t i = 0;
       while (need > 0 && i < lots.size()) {
         Lot& l = lots[i];
-        if (l.holder >= 0) {
+        if (l.holder == j || (free_only && l.holder >= 0)) {
           ++i;
           continue;
         }
         int x = std::min(need, l.count);
-        bought.push_back(Lot{l.price, j, x});
+        if (l.holder >= 0) {
+          int loser = l.holder;
+          held_taken[t] += x;
+          contested += x;
+          hold(loser, t) -= x;
+          if (state_.assigned[loser]) {
+            state_.assigned[loser] = 0;
+            queue.push_back(loser);
+          }
+        } else {
+          state_.free[t] -= x;
+        }
+        bought[t].push_back(Lot{l.price, j, x});
         l.count -= x;
         need -= x;
         if (l.count == 0) {
@@ -845,19 +850,29 @@ class Market {
           ++i;
         }
       }
+    }
+    double raise = 0;
+    if (contested > 0) {
+      double margin = bid.second == kNegInf ? 0.0 : bid.utility - bid.second;
+      int level = std::min(60, state_.job_bids[j] / kEscalateEvery);
+      double epsilon = std::ldexp(kBidEpsilon, level);
+      raise = (margin + epsilon * std::max(bid.finish, 1e-9)) / contested;
+    }
+    for (int t = 0; t < T_; ++t) {
       if (held_taken[t] > 0) {
-        // A contested type: every unit the bidder takes of it is priced at the dearest one plus
-        // the raise, so that the evicted jobs cannot take the package apart cheaply (with
-        // interchangeable units, prices inside a type must level for the auction to settle).
+        // A contested type: every GPU the bidder buys of it is priced at the dearest one plus
+        // the raise (with interchangeable GPUs, prices inside a type must level for the auction
+        // to settle: else the loser buys the bidder's cheap ones back).
         double level = 0;
-        for (const Lot& l : bought) level = std::max(level, l.price);
         int total = 0;
-        for (const Lot& l : bought) total += l.count;
-        bought.assign(1, Lot{level + raise, j, total});
+        for (const Lot& l : bought[t]) {
+          level = std::max(level, l.price);
+          total += l.count;
+        }
+        bought[t].assign(1, Lot{level + raise, j, total});
       }
-      for (const Lot& l : bought) insert_lot(t, l);
+      for (const Lot& l : bought[t]) insert_lot(t, l);
       hold(j, t) = bid.counts[t];
-      state_.free[t] -= bid.counts[t];
     }
     state_.assigned[j] = 1;
     state_.finish[j] = bid.finish;
