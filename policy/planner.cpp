@@ -281,9 +281,15 @@ Plan Planner::plan(const Snapshot& snap) const {
     counts = dr.gpus;
     count_reason = dr.reasons;
   } else {
-    // Static and Hetero: requested sizes (clamped to the job's range), running jobs as they are.
+    // Static and Hetero: requested sizes (clamped to the job's range). These policies never
+    // resize or preempt: running jobs keep their GPUs before any pending job is considered.
     int left = cluster.usable_gpus();
-    for (int i : order) {
+    std::vector<int> running_first;
+    for (int i : order)
+      if (snap.jobs[i].state == JobState::Running) running_first.push_back(i);
+    for (int i : order)
+      if (snap.jobs[i].state != JobState::Running) running_first.push_back(i);
+    for (int i : running_first) {
       const Job& j = snap.jobs[i];
       int want = j.state == JobState::Running ? j.current_gpus
                                               : std::clamp(j.requested_gpus, views[i].lo, views[i].hi);

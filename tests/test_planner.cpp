@@ -95,6 +95,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(arrivalShrinksElasticJob);
   CPPUNIT_TEST(hysteresisKeepsRecentlyResizedJob);
   CPPUNIT_TEST(staticPolicyKeepsRequestedSizes);
+  CPPUNIT_TEST(nonResizingPoliciesNeverPreempt);
   CPPUNIT_TEST(doublingFallsBackToSizeThatFits);
   CPPUNIT_TEST(impossibleJobWaitsWithReason);
   CPPUNIT_TEST(neverOverAllocatesOnAnyPolicy);
@@ -230,6 +231,38 @@ class PlannerTest : public CppUnit::TestFixture {
     check_capacity(p, s.cluster);
     CPPUNIT_ASSERT_MESSAGE(p.jobs[0].reason, p.jobs[0].runs);
     CPPUNIT_ASSERT_EQUAL(std::string("v100-1"), p.jobs[0].placement.at(0).node);
+  }
+
+  // Static and hetero never resize or preempt: a running job keeps its GPUs even when shorter
+  // pending jobs come first in the policy order and would use them.
+  void nonResizingPoliciesNeverPreempt() {
+    for (Policy pol : {Policy::Static, Policy::Hetero}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 1000;
+      s.jobs = {job("long", "resnet50-b64", 8, 8, 1e7)};
+      s.jobs[0].elastic = false;
+      s.jobs[0].requested_gpus = 8;
+      JobPlan eight;
+      eight.placement = {Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}};
+      eight.gpus = 8;
+      eight.gpus_by_type = {{"v100", 8}};
+      make_running(s.jobs[0], eight, 0);
+      for (int k = 0; k < 6; ++k) {
+        Job j = job("short" + std::to_string(k), "resnet50-b64", 4, 4, 100);
+        j.elastic = false;
+        j.requested_gpus = 4;
+        s.jobs.push_back(j);
+      }
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      const JobPlan* l = p.find("long");
+      CPPUNIT_ASSERT_MESSAGE(std::string(policy_name(pol)) + ": " + l->reason, l->runs && !l->resize);
+      CPPUNIT_ASSERT_EQUAL(8, l->gpus_by_type.at("v100"));
+      CPPUNIT_ASSERT(p.find("short0")->order < l->order);
+    }
   }
 
   void staticPolicyKeepsRequestedSizes() {
