@@ -50,7 +50,7 @@ const char kUsage[] =
     "  --min-gain X           resize only for a gain > X * C (default 2)\n"
     "  --min-interval S       at most one resize per S seconds per job (default 300)\n"
     "  --samples K            categories sampled by the hetero placement (default 64)\n"
-    "  --window N             pending jobs passed to the planner per round (default: GPUs; 0: all)\n"
+    "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
     "  --features FILE        model features (DESIGN 5) for the planner's model similarity\n"
@@ -216,7 +216,7 @@ int cmd_run(int argc, char** argv) {
   po.costs.min_interval_s = number_opt(a, "--min-interval", 300, 0, 1e9);
   po.samples = static_cast<int>(number_opt(a, "--samples", 64, 1, 100000));
   po.seed = static_cast<unsigned>(number_opt(a, "--seed", 1, 0, 4294967295.0));
-  po.window = static_cast<int>(number_opt(a, "--window", cluster.total_gpus(), 0, 1e9));
+  po.window = static_cast<int>(number_opt(a, "--window", 0, 0, 1e9));
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");
