@@ -394,9 +394,9 @@ class Market {
   void restore(const State& s) { state_ = s; }
 
   // Local improvement (step 3 at the top of this file), within the work budget.
-  // On small problems (those that get pair moves) it then kicks the result `kicks` times -- two
-  // random jobs get random sizes and mixes in what they and the free GPUs hold -- improves
-  // again, and keeps the outcome when it is better (iterated local search, seeded).
+  // On small problems (those that get pair moves) it then kicks the result `kicks` times -- one
+  // or two random jobs get random sizes and mixes in what they and the free GPUs hold --
+  // improves again, and keeps the outcome when it is better (iterated local search, seeded).
   void improve(int kicks, std::mt19937& rng) {
     descend();
     if (!pairs_allowed()) return;
@@ -407,21 +407,28 @@ class Market {
     for (int k = 0; k < kicks && !out_of_work(); ++k) {
       State before = state_;
       double before_obj = objective();
+      // Even kicks move one job (the pair moves that follow can then shift two others), odd
+      // kicks two.
       int a = running[rng() % running.size()], b = running[rng() % running.size()];
-      if (a == b) continue;
+      bool two = k % 2 == 1;
+      if (two && a == b) continue;
       std::vector<int> pool = state_.free;
-      for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + hold(b, t);
+      for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + (two ? hold(b, t) : 0);
       columns_in(a, pool, columns_a_);
       if (columns_a_.empty()) continue;
       Column ca = columns_a_[rng() % columns_a_.size()];
-      for (int t = 0; t < T_; ++t) pool[t] -= ca.counts[t];
-      columns_in(b, pool, columns_b_);
-      if (columns_b_.empty()) continue;
-      Column cb = columns_b_[rng() % columns_b_.size()];
+      Column cb;
+      if (two) {
+        for (int t = 0; t < T_; ++t) pool[t] -= ca.counts[t];
+        columns_in(b, pool, columns_b_);
+        if (columns_b_.empty()) continue;
+        cb = columns_b_[rng() % columns_b_.size()];
+        release(b);
+      }
       release(a);
-      release(b);
       reassign(a, ca.counts, ca.finish);
-      reassign(b, cb.counts, cb.finish);
+      if (two) reassign(b, cb.counts, cb.finish);
+      descend(a);  // the others adapt to the kicked job first, then everyone
       descend();
       if (!clearly_better(objective(), before_obj)) state_ = std::move(before);
     }
@@ -993,16 +1000,18 @@ class Market {
     return candidate < now - 1e-9 * std::max(1.0, std::fabs(now));
   }
 
-  // One job, then pairs, while it helps.
-  void descend() {
+  // One job, then pairs, while it helps; job `fixed` (if any) keeps what it holds.
+  void descend(int fixed = -1) {
     for (int round = 0; round < 50 && !out_of_work(); ++round) {
       bool better = false;
       for (int j = 0; j < J_ && !out_of_work(); ++j)
-        if (state_.assigned[j] && improve_one(j)) better = true;
+        if (j != fixed && state_.assigned[j] && improve_one(j)) better = true;
       if (!better && !out_of_work() && pairs_allowed()) {
         for (int a = 0; a < J_ && !out_of_work(); ++a)
           for (int b = a + 1; b < J_ && !out_of_work(); ++b)
-            if (state_.assigned[a] && state_.assigned[b] && improve_pair(a, b)) better = true;
+            if (a != fixed && b != fixed && state_.assigned[a] && state_.assigned[b] &&
+                improve_pair(a, b))
+              better = true;
       }
       if (!better) break;
     }
