@@ -86,6 +86,8 @@ awk -F'[:,}]' '{ for (i = 1; i < NF; i++) { gsub(/[{" ]/, "", $i); v[FILENAME, $
     printf "  %-10s %12s %12s %9s %9s\n", "", "avg JCT s", "makespan s", "restarts", "finished"
     printf "  %-10s %12.1f %12.1f %9d %9d\n", "stock", v[s, "avg_jct_s"], v[s, "makespan_s"], v[s, "restarts"], v[s, "finished"]
     printf "  %-10s %12.1f %12.1f %9d %9d\n", "ringsched", v[r, "avg_jct_s"], v[r, "makespan_s"], v[r, "restarts"], v[r, "finished"]
-    if (v[s, "avg_jct_s"] > 0) printf "  ringsched / stock: average JCT %.2fx, makespan %.2fx\n",
+    if (v[s, "finished"] != v[s, "jobs"] || v[r, "finished"] != v[r, "jobs"])
+      printf "  NOT COMPARABLE: not every job finished on both sides (averages cover finished jobs only)\n"
+    else if (v[s, "avg_jct_s"] > 0) printf "  ringsched / stock: average JCT %.2fx, makespan %.2fx\n",
       v[r, "avg_jct_s"] / v[s, "avg_jct_s"], v[r, "makespan_s"] / v[s, "makespan_s"] }' \
   "$out/stock/summary.json" "$out/ringsched/summary.json" | tee "$out/ab.txt"
