@@ -335,6 +335,18 @@ class PlannerTest : public CppUnit::TestFixture {
     s.jobs[0].priority_boost = 1;
     p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
     CPPUNIT_ASSERT(p.find("long")->order < p.find("short")->order);
+    // No starvation: a long job (t ~ 2.3e5 s) that has waited long enough (w > t^2 / t_short,
+    // ~2.3e9 s here) comes before a new short one.
+    s.jobs[0].priority_boost = 0;
+    s.now_s = 1e10;
+    s.jobs[1].submit_s = s.now_s;
+    p = Planner(ThroughputModel(gavel()), PlannerConfig()).plan(s);
+    CPPUNIT_ASSERT(p.find("long")->order < p.find("short")->order);
+    // ...unless aging is off: pure shortest remaining time first.
+    PlannerConfig srtf;
+    srtf.aging = 0;
+    p = Planner(ThroughputModel(gavel()), srtf).plan(s);
+    CPPUNIT_ASSERT(p.find("short")->order < p.find("long")->order);
   }
 
   void unseenModelUsesSimilarity() {

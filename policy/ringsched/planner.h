@@ -34,6 +34,10 @@ struct PlannerConfig {
   bool use_similarity = true; // predict unseen models from similar ones
   bool spb_packing = true;    // run SPB-capable jobs at reduced depth under contention
   bool allow_mixed_types = true;
+  // Order: shortest predicted remaining time t first, divided by the response ratio (t + w) / t
+  // of the time w a job has waited: key = t^2 / (t + aging * w). A waiting job's key falls
+  // towards 0, so none starves; 0: pure shortest remaining time first.
+  double aging = 1.0;
 };
 
 struct Placement {
