@@ -58,6 +58,9 @@ for e in $EXPS; do
     "$RINGSIM" trace gavel "$DATA/gavel/philly_vc_jobs_seed0.csv" -o "$OUT/philly_full.csv"
     "$RINGSIM" run --quiet --trace "$OUT/philly_full.csv" --cluster $GAVEL_CLUSTER --profiles $GAVEL \
       --compare fifo,besttype,tiresias,optimus --report "$OUT/scale_philly_full.json" --no-job-rows
+    # Ours on the whole trace: hourly rounds, event planning at most hourly.
+    "$RINGSIM" run --quiet $OURS --round 3600 --plan-gap 3600 --trace "$OUT/philly_full.csv" --cluster $GAVEL_CLUSTER \
+      --profiles $GAVEL --policy combined --report "$OUT/scale_philly_full_combined.json" --no-job-rows
     "$RINGSIM" trace synth --jobs 20000 --profiles $EF --ref-type a100 --jobs-per-hour 400 --max-gpus 64 \
       --min-s 1800 --max-s 36000 -o "$OUT/synth20k.csv"
     "$RINGSIM" run --quiet --trace "$OUT/synth20k.csv" --cluster a100:5000,t4:5000 --gpus-per-node 8 --profiles $EF \
