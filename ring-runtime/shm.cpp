@@ -235,6 +235,10 @@ rr ShmGroup::check_abort() {
 rr ShmGroup::signal_phase() {
   phase_++;
   RankSlot& me = seg_->ranks()[index_];
+  // Progress is a sign of life too: a rank that always arrives last never waits, so if only
+  // waiting stamped the heartbeat, its heartbeat would age through the compute time between
+  // collectives and a peer would call it stalled although it keeps up.
+  me.heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
   me.phase.store(phase_, std::memory_order_seq_cst);
   wake();
   return RINGRT_OK;
@@ -247,14 +251,17 @@ rr ShmGroup::blame_laggard(int only_idx, uint64_t phase, int64_t now, bool pidch
     if (k == index_ || (only_idx >= 0 && k != only_idx)) continue;
     RankSlot& s = seg_->ranks()[k];
     if (s.phase.load() >= phase) continue;
-    if (pidcheck && s.pidns == my_pidns_ && pid_dead(s.pid.load())) {
+    // Its phase was read before its pid: it may have reached the phase, left the collective and
+    // exited in between. A rank that delivered everything before going away is not dead to us, so
+    // read the phase again now that the process is known to be gone.
+    if (pidcheck && s.pidns == my_pidns_ && pid_dead(s.pid.load()) && s.phase.load() < phase) {
       fail(RINGRT_ERR_PEER, members_[k], "rank %d died (pid %d is gone) [detected by rank %d]", members_[k],
            s.pid.load(), rank_);
       set_abort(RINGRT_ERR_PEER, members_[k], last_detail());
       return RINGRT_ERR_PEER;
     }
     int64_t hb = s.heartbeat_ns.load();
-    if (now - hb > T) {
+    if (now - hb > T && s.phase.load() < phase) {
       fail(RINGRT_ERR_PEER, members_[k], "rank %d stalled: no progress for %d ms [detected by rank %d]",
            members_[k], timeout_ms, rank_);
       set_abort(RINGRT_ERR_PEER, members_[k], last_detail());
@@ -296,6 +303,9 @@ rr ShmGroup::wait_cond(int only_idx, uint64_t phase) {
     if (pidcheck) last_pidcheck_ns_ = now;
     RINGRT_CHECK(blame_laggard(only_idx, phase, now, pidcheck));
     seg_->waiters.fetch_add(1);
+    // Pairs with the seq_cst phase store and waiters load in signal_phase()/wake(): either the
+    // signaller sees us registered and bumps the futex word, or we see its phase in done().
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     uint32_t v = seg_->futex_word.load();
     if (!done() && seg_->abort_state.load() == 0) {
       int64_t slice = std::min<int64_t>(T / 8, 20 * 1000000LL);
