@@ -65,6 +65,8 @@ for e in $EXPS; do
       --min-s 1800 --max-s 36000 -o "$OUT/synth20k.csv"
     "$RINGSIM" run --quiet --trace "$OUT/synth20k.csv" --cluster a100:5000,t4:5000 --gpus-per-node 8 --profiles $EF \
       --compare fifo,besttype --report "$OUT/scale_10k.json" --no-job-rows
+    "$RINGSIM" run --quiet $OURS --round 3600 --plan-gap 3600 --trace "$OUT/synth20k.csv" --cluster a100:5000,t4:5000 \
+      --gpus-per-node 8 --profiles $EF --policy combined --report "$OUT/scale_10k_combined.json" --no-job-rows
     ;;
   *) echo "unknown experiment $e" >&2; exit 2 ;;
   esac
