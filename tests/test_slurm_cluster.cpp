@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <set>
+#include <unistd.h>
 #include <map>
 #include <sstream>
 #include <string>
@@ -99,6 +102,35 @@ std::pair<std::string, std::string> model_fastest_on(const std::string& type) {
   return {"", ""};
 }
 
+// Every node's CPUs held by an ordinary job without GPUs: ring jobs stay pending although the
+// planner sees free GPUs (and plans them every round).
+unsigned hold_all_cpus() {
+  const unsigned hog = cluster().submit("-N6 --ntasks-per-node=1 -c 8 --wrap 'sleep 300'");
+  return hog > 0 && wait_state(hog, "RUNNING", 20) ? hog : 0;
+}
+
+// A pending job's request as scontrol shows it, e.g. "gres:gpu:v100:4 N=1".
+std::string shape_of(unsigned job) {
+  return cluster().job_field(job, "TresPerNode") + " N=" + cluster().job_field(job, "NumNodes");
+}
+
+std::string type_of(const std::string& shape) {  // "gres:gpu:v100:4 N=1" -> "v100"
+  const size_t a = shape.find("gpu:"), b = shape.find(':', a + 4);
+  return a == std::string::npos || b == std::string::npos ? "" : shape.substr(a + 4, b - a - 4);
+}
+
+// Number of planning rounds that wrote the plan during `seconds`, sampling `each` meanwhile.
+int rounds_while(double seconds, const std::function<void()>& each) {
+  std::set<long long> seen;
+  const double t0 = static_cast<double>(std::time(nullptr));
+  while (std::time(nullptr) - t0 < seconds) {
+    seen.insert(read_plan().generated_at);
+    each();
+    usleep(400000);
+  }
+  return static_cast<int>(seen.size()) - 1;
+}
+
 const char* kTrapScript = "--wrap 'trap \"echo resize-requested\" USR2; while true; do sleep 1; done'";
 
 }  // namespace
@@ -117,6 +149,9 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testCliExplainsJobs);
   CPPUNIT_TEST(testSurvivesBadConfig);
   CPPUNIT_TEST(testRestartWithJobsInFlight);
+  CPPUNIT_TEST(testPendingReshapedAtMostOncePerInterval);
+  CPPUNIT_TEST(testPendingTypeDoesNotFlip);
+  CPPUNIT_TEST(testManyPendingJobsAllStart);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -347,6 +382,106 @@ class SlurmClusterTest : public CppUnit::TestFixture {
       return v.generated_at >= restarted_at && v.jobs[std::to_string(running)].found &&
              v.jobs[std::to_string(pending)].found; }, 15));
     CPPUNIT_ASSERT_EQUAL(4, v.jobs[std::to_string(running)].current_gpus);
+  }
+  void testPendingReshapedAtMostOncePerInterval() {
+    // An elastic v100 job, pending (CPUs held) on an idle GPU cluster, planned at 4 GPUs. Set by
+    // hand (root may) to 1 GPU, the planner reshapes it back once; set to 1 again, it stays so
+    // for ReshapeInterval (60 s by default) although every round still plans it at 4.
+    CPPUNIT_ASSERT(hold_all_cpus() > 0);
+    std::string out;
+    const unsigned id = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-4 --wrap true", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+    const std::string planned = "gres:gpu:v100:4";
+    auto tres = [&] { return cluster().job_field(id, "TresPerNode"); };
+    CPPUNIT_ASSERT_MESSAGE("not planned at 4 v100: " + shape_of(id) + describe(read_plan()),
+                           SlurmTestCluster::wait_for([&] { return tres() == planned; }, 20));
+    const std::string to_one = "scontrol update JobId=" + std::to_string(id) + " TresPerNode=gres:gpu:v100:1";
+    auto r = cluster().run(to_one);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    CPPUNIT_ASSERT_MESSAGE("the planner did not reshape the job back: " + shape_of(id),
+                           SlurmTestCluster::wait_for([&] { return tres() == planned; }, 20));
+    r = cluster().run(to_one);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    std::vector<std::string> seen;
+    int planned_at_4 = 0;
+    const int rounds = rounds_while(12, [&] {
+      const std::string s = tres();
+      if (seen.empty() || seen.back() != s) seen.push_back(s);
+      if (read_plan().jobs[std::to_string(id)].gpus == 4) ++planned_at_4;
+    });
+    CPPUNIT_ASSERT_MESSAGE("too few planning rounds to tell: " + std::to_string(rounds), rounds >= 3);
+    CPPUNIT_ASSERT_MESSAGE("the plan no longer wants 4 GPUs", planned_at_4 > 0);
+    std::string trail;
+    for (const std::string& s : seen) trail += " [" + s + "]";
+    CPPUNIT_ASSERT_EQUAL_MESSAGE("reshaped again within ReshapeInterval:" + trail, size_t(1), seen.size());
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:1"), seen[0]);
+    CPPUNIT_ASSERT(cluster().job_field(id, "Reason") != "BadConstraints");
+    CPPUNIT_ASSERT(std::stol("0" + cluster().job_field(id, "Priority")) > 0);
+  }
+
+  void testPendingTypeDoesNotFlip() {
+    // Pending elastic and fixed jobs of several models with every GPU free in the plan: each
+    // round plans them anew (sampling, market), but a job's GPU type changes at most once and
+    // never goes back; nothing ends up BadConstraints or at priority 0.
+    CPPUNIT_ASSERT(hold_all_cpus() > 0);
+    std::vector<unsigned> jobs;
+    for (const char* args : {"--ring-model=resnet18-b16 --ring-gpus=1-4", "--ring-model=transformer-b128 --ring-gpus=2-8",
+                             "--ring-model=lm-b20 --ring-gpus=1-2", "--ring-model=resnet50-b64 --ring-gpus=4 --ring-fixed",
+                             "--ring-model=recommendation-b512 --ring-gpus=1-4"}) {
+      std::string out;
+      const unsigned id = cluster().submit(std::string(args) + " --wrap true", &out);
+      CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+      jobs.push_back(id);
+    }
+    std::map<unsigned, std::vector<std::string>> types;
+    std::string bad;
+    const int rounds = rounds_while(15, [&] {
+      for (unsigned id : jobs) {
+        const std::string t = type_of(shape_of(id));
+        auto& v = types[id];
+        if (!t.empty() && (v.empty() || v.back() != t)) v.push_back(t);
+        if (cluster().job_field(id, "Reason") == "BadConstraints") bad += " " + std::to_string(id);
+      }
+    });
+    CPPUNIT_ASSERT_MESSAGE("too few planning rounds to tell: " + std::to_string(rounds), rounds >= 4);
+    CPPUNIT_ASSERT_MESSAGE("BadConstraints:" + bad, bad.empty());
+    for (unsigned id : jobs) {
+      std::string trail;
+      for (const std::string& t : types[id]) trail += " " + t;
+      CPPUNIT_ASSERT_MESSAGE("job " + std::to_string(id) + " flipped types:" + trail, types[id].size() <= 2);
+      CPPUNIT_ASSERT(std::stol("0" + cluster().job_field(id, "Priority")) > 0);
+    }
+  }
+
+  void testManyPendingJobsAllStart() {
+    // The A/B failure: a burst of ring jobs on an idle cluster must all run and end, none left
+    // never runnable (BadConstraints) by a reshape.
+    std::vector<unsigned> jobs;
+    const char* shapes[] = {"--ring-model=resnet18-b16 --ring-gpus=1-4", "--ring-model=transformer-b128 --ring-gpus=2-8",
+                            "--ring-model=lm-b20 --ring-gpus=1-2 --ring-fixed", "--ring-model=resnet50-b64 --ring-gpus=4 --ring-fixed",
+                            "--ring-model=recommendation-b512 --ring-gpus=1-4", "--ring-model=a3c --ring-gpus=1 --ring-fixed"};
+    for (int i = 0; i < 18; ++i) {
+      std::string out;
+      // Elastic jobs may be asked to resize (SIGUSR2); without ringrun they just ignore it.
+      const unsigned id = cluster().submit(std::string(shapes[i % 6]) + " --wrap 'trap \"\" USR2; sleep 4'", &out);
+      CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+      jobs.push_back(id);
+    }
+    std::string bad, left;
+    int active = 0;
+    SlurmTestCluster::wait_for([&] {
+      left.clear();
+      active = 0;
+      for (unsigned id : jobs) {
+        const std::string state = cluster().job_field(id, "JobState");
+        if (cluster().job_field(id, "Reason") == "BadConstraints") bad += " " + std::to_string(id);
+        if (state != "COMPLETED") left += " " + std::to_string(id) + ":" + state + "/" + cluster().job_field(id, "Reason");
+        if (state == "PENDING" || state == "RUNNING" || state == "COMPLETING" || state == "CONFIGURING") ++active;
+      }
+      return active == 0;
+    }, 120, 1.0);
+    CPPUNIT_ASSERT_MESSAGE("BadConstraints:" + bad, bad.empty());
+    CPPUNIT_ASSERT_MESSAGE("not finished (COMPLETED):" + left, left.empty());
   }
 };
 

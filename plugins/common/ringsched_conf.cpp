@@ -108,6 +108,12 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       }
     } else if (k == "replaninterval") {
       c.replan_interval_s = v.integer(1, 86400);
+    } else if (k == "minreplangap") {
+      c.min_replan_gap_s = v.integer(1, 3600);
+    } else if (k == "reshapeinterval") {
+      c.reshape_interval_s = v.integer(0, 86400);
+    } else if (k == "resizehold") {
+      c.resize_hold_s = v.integer(0, 86400);
     } else if (k == "restartcost") {
       c.planner.costs.restart_s = v.number(0, 86400);
     } else if (k == "mingainmultiple") {

@@ -20,6 +20,9 @@ struct RingschedConf {
   std::string path;                    // the file read
   PlannerConfig planner;               // Policy, RestartCost, MinGainMultiple, MinResizeInterval, Samples, Seed
   int replan_interval_s = 30;          // ReplanInterval
+  int min_replan_gap_s = 2;            // MinReplanGap: no two rounds closer, events included
+  int reshape_interval_s = 60;         // ReshapeInterval: at most one reshape per pending job
+  int resize_hold_s = 90;              // ResizeHold: a job ringrun requeued at a requested size is its own
   std::vector<std::string> profile_files;  // ProfileFiles (comma separated; relative to the file)
   std::string feature_file;            // FeatureFile (optional; enables similarity)
   std::string reference_type = "k80";  // ReferenceType (similarity's reference)

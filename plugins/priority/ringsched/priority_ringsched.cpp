@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -82,6 +83,51 @@ struct RingJobRecord {
   time_t start = 0;
   double limit_s = 0;
   std::string admin_comment;
+  bool bad_constraints = false;  // pending with reason BadConstraints (priority 0)
+};
+
+// "ringsched:resize=N,type=T,at=EPOCH" (see ringrun(1)): when the resize was requested, or 0.
+time_t resize_requested_at(const std::string& admin_comment) {
+  if (admin_comment.rfind("ringsched:resize=", 0) != 0) return 0;
+  const size_t at = admin_comment.find(",at=");
+  if (at == std::string::npos) return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(admin_comment.c_str() + at + 4, &end, 10);
+  return v > 0 && v < (1LL << 40) ? static_cast<time_t>(v) : 0;
+}
+
+// A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`.
+struct PendingShape {
+  std::string type;
+  int per_node = 0;
+  int nodes = 0;
+  int gpus() const { return per_node * nodes; }
+  bool operator==(const PendingShape& o) const {
+    return type == o.type && per_node == o.per_node && nodes == o.nodes;
+  }
+  std::string str() const {
+    return std::to_string(nodes) + "x" + std::to_string(per_node) + " " + (type.empty() ? "gpu" : type);
+  }
+};
+
+PendingShape pending_shape(const ringsched::GpuShape& g) {
+  PendingShape p;
+  p.type = g.type;
+  p.nodes = std::max(1, g.nodes);
+  p.per_node = g.gpus / p.nodes;
+  return p;
+}
+
+// What the planning thread remembers of the pending jobs it reshaped.
+struct ReshapeMemory {
+  time_t last = 0;      // last reshape applied
+  PendingShape shape;   // the shape it applied (a feasible one)
+};
+
+// One planning round, for its single debug line.
+struct RoundStats {
+  int ring = 0, pending = 0, reshaped = 0, repaired = 0, failed = 0;
+  int kept_interval = 0, kept_type = 0, kept_wrapper = 0, resizes = 0;
 };
 
 struct PendingRecord {
@@ -119,6 +165,9 @@ class PlanningThread {
  private:
   void run();
   void round();
+  // Pending job `id`: from `from` to `to`, one field per update, read back; on any failure the
+  // previous shape is put back field by field. Returns "" or what failed.
+  std::string apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to);
   void write_plan(const ringsched::Engine& engine, const ringsched::Snapshot& snap,
                   const ringsched::Plan& plan, const std::map<std::string, RingJobRecord>& ring);
 
@@ -130,23 +179,105 @@ class PlanningThread {
   std::atomic<bool> reconfig_{false};
   ringsched::EngineHolder engine_{"priority/ringsched"};
   std::map<uint32_t, std::string> signalled_;  // job -> last resize request sent
+  std::map<uint32_t, ReshapeMemory> reshaped_;  // pending jobs this thread reshaped
+  std::atomic<int> min_gap_s_{2};              // MinReplanGap of the last configuration seen
 };
 
 PlanningThread* g_thread = nullptr;
 
-void restore_shape(const RingJobRecord& r, const ringsched::Cluster& cluster) {
-  if (r.shape.type.empty() || r.shape.gpus <= 0) return;
-  const ringsched::NodeSpread spread = ringsched::spread_gpus(cluster, r.shape.type, r.shape.gpus);
-  if (spread.nodes == 0) return;
+// One field of a pending job through Slurm's update RPC (Slurm validates it as for an admin).
+int update_num_nodes(uint32_t id, int nodes) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  desc.job_id = r.id;
-  const std::string tres = ringsched::gpu_tres_per_node(r.shape.type, spread.per_node);
+  desc.job_id = id;
+  desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(nodes);  // NumNodes=N-N (DESIGN 4)
+  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+}
+
+int update_gres(uint32_t id, const PendingShape& shape) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  desc.job_id = id;
+  const std::string tres = ringsched::gpu_tres_per_node(shape.type, shape.per_node);
   desc.tres_per_node = const_cast<char*>(tres.c_str());
-  desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(spread.nodes);
-  if (slurm_update_job(&desc) != SLURM_SUCCESS)
-    error("priority/ringsched: job %u: restoring %d x %s failed: %s", r.id, r.shape.gpus,
-          r.shape.type.c_str(), slurm_strerror(slurm_get_errno()));
+  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+}
+
+// The job's pending shape now, read back under the job read lock; false when it is gone or no
+// longer pending.
+bool read_pending_shape(uint32_t id, PendingShape& shape, bool* bad_constraints = nullptr) {
+  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  lock_slurmctld(job_read);
+  job_record_t* job = find_job_record(id);
+  const bool ok = job && IS_JOB_PENDING(job);
+  if (ok) {
+    shape = pending_shape(ringsched::job_gpu_shape(job));
+    if (bad_constraints) *bad_constraints = job->state_reason == FAIL_BAD_CONSTRAINTS;
+  }
+  unlock_slurmctld(job_read);
+  return ok;
+}
+
+// Errors name the job the way slurmctld does (%pJ).
+void job_error(uint32_t id, const std::string& what) {
+  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  lock_slurmctld(job_read);
+  job_record_t* job = find_job_record(id);
+  if (job)
+    error("priority/ringsched: %pJ: %s", job, what.c_str());
+  else
+    error("priority/ringsched: JobId=%u: %s", id, what.c_str());
+  unlock_slurmctld(job_read);
+}
+
+std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to) {
+  // The type stays (typed/untyped cannot be switched, DESIGN 4; nor can one type become another
+  // in a pending job): the caller never asks otherwise.
+  if (from.type != to.type) return "the GPU type of a pending job cannot be changed";
+  // Order: the one whose intermediate shape asks for fewer GPUs, so that a job the scheduler
+  // starts between the two updates holds no more than either shape.
+  const bool nodes_first = to.nodes * from.per_node <= from.nodes * to.per_node;
+  struct Step {
+    bool nodes;
+    bool needed;
+  };
+  const Step steps[2] = {{nodes_first, nodes_first ? to.nodes != from.nodes : to.per_node != from.per_node || to.type != from.type},
+                         {!nodes_first, nodes_first ? to.per_node != from.per_node || to.type != from.type : to.nodes != from.nodes}};
+  auto apply_step = [&](bool nodes, const PendingShape& target) {
+    return nodes ? update_num_nodes(id, target.nodes) : update_gres(id, target);
+  };
+  std::string failure;
+  int done = 0;
+  for (const Step& step : steps) {
+    if (!step.needed) {
+      ++done;
+      continue;
+    }
+    const int rc = apply_step(step.nodes, to);
+    if (rc != SLURM_SUCCESS) {
+      failure = std::string(step.nodes ? "NumNodes=" + std::to_string(to.nodes) + "-" + std::to_string(to.nodes)
+                                       : "TresPerNode=" + ringsched::gpu_tres_per_node(to.type, to.per_node)) +
+                " failed: " + slurm_strerror(rc);
+      break;
+    }
+    ++done;
+  }
+  if (failure.empty()) {
+    PendingShape now;
+    if (!read_pending_shape(id, now)) return "";  // started or ended meanwhile: nothing to check
+    if (now == to) return "";
+    failure = "read back " + now.str() + " instead of " + to.str();
+    done = 2;
+  }
+  // Put the previous shape back, field by field, in reverse order.
+  for (int i = done - 1; i >= 0; --i) {
+    if (!steps[i].needed) continue;
+    const int rc = apply_step(steps[i].nodes, from);
+    if (rc != SLURM_SUCCESS)
+      failure += std::string("; restoring ") + (steps[i].nodes ? "NumNodes" : "TresPerNode") +
+                 " failed: " + slurm_strerror(rc);
+  }
+  return failure;
 }
 
 const ringsched::Job* find_job(const ringsched::Snapshot& snap, const std::string& id) {
@@ -158,30 +289,35 @@ const ringsched::Job* find_job(const ringsched::Snapshot& snap, const std::strin
 void PlanningThread::run() {
   using clock = std::chrono::steady_clock;
   auto next = clock::now() + std::chrono::seconds(2);  // let slurmctld finish starting up
+  clock::time_point last_round{};
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_until(lock, next, [this] { return stop_ || event_; });
       if (stop_) return;
-      if (event_) {
-        // Debounce: a burst of submissions makes one round, not hundreds.
-        lock.unlock();
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        lock.lock();
-        if (stop_) return;
-        event_ = false;
-      }
+      // Never two rounds closer than MinReplanGap, events included: every update this thread
+      // makes is itself an event (slurmctld calls priority_p_set), and a burst of submissions
+      // should make one round, not hundreds. Events arriving meanwhile are seen by this round.
+      const auto earliest = std::max(last_round + std::chrono::seconds(min_gap_s_.load()),
+                                     event_ ? clock::now() + std::chrono::milliseconds(500)
+                                            : clock::now());
+      if (cv_.wait_until(lock, earliest, [this] { return stop_; })) return;
+      event_ = false;
     }
+    last_round = clock::now();
     int interval = 30;
     try {
       round();
-      if (auto engine = engine_.get()) interval = engine->conf().replan_interval_s;
+      if (auto engine = engine_.get()) {
+        interval = engine->conf().replan_interval_s;
+        min_gap_s_ = engine->conf().min_replan_gap_s;
+      }
     } catch (const std::exception& e) {
       error("priority/ringsched: planning round failed: %s", e.what());
     } catch (...) {
       error("priority/ringsched: planning round failed");
     }
-    next = clock::now() + std::chrono::seconds(interval);
+    next = last_round + std::chrono::seconds(std::max(interval, min_gap_s_.load()));
   }
 }
 
@@ -217,6 +353,7 @@ void PlanningThread::round() {
         r.start = job->start_time;
         r.limit_s = (job->time_limit != NO_VAL && job->time_limit != INFINITE) ? job->time_limit * 60.0 : 0;
         r.admin_comment = job->admin_comment ? job->admin_comment : "";
+        r.bad_constraints = is_pending && job->state_reason == FAIL_BAD_CONSTRAINTS;
         ring[std::to_string(job->job_id)] = r;
       }
       list_iterator_destroy(it);
@@ -296,32 +433,89 @@ void PlanningThread::round() {
 
   // 4. Shapes of pending ring jobs and resize requests of running ones, through Slurm's update
   //    RPC (no lock held: slurmctld takes its own).
+  const ringsched::RingschedConf& conf = engine->conf();
+  RoundStats stats;
+  stats.ring = static_cast<int>(ring.size());
+  std::map<std::string, const ringsched::JobPlan*> plan_of;
+  for (const auto& jp : plan.jobs) plan_of[jp.job_id] = &jp;
+  for (const auto& [id, r] : ring) {
+    if (r.running) continue;
+    ++stats.pending;
+    const PendingShape current = pending_shape(r.shape);
+    ReshapeMemory* memory = reshaped_.count(r.id) ? &reshaped_[r.id] : nullptr;
+    // The planned shape, when the plan starts the job on one type (a typed gres cannot span types).
+    PendingShape target;
+    auto p = plan_of.find(id);
+    if (p != plan_of.end() && p->second->runs && p->second->gpus > 0) {
+      const auto [type, gpus] = engine->single_type(*p->second, r.request.types, r.request.model, snap.cluster);
+      const ringsched::NodeSpread spread = ringsched::spread_gpus(snap.cluster, type, gpus);
+      if (!type.empty() && spread.nodes > 0) target = PendingShape{type, spread.per_node, spread.nodes};
+    }
+    if (r.bad_constraints && memory) {
+      // We reshaped it and Slurm now finds it never runnable: give it a shape that exists (the
+      // plan's, else the last one we applied). Any successful update makes Slurm re-evaluate
+      // the job and give it a priority again.
+      PendingShape repair = target.nodes > 0 && target.type == current.type ? target : memory->shape;
+      std::string failure;
+      if (repair == current) {
+        const int rc = update_num_nodes(r.id, current.nodes);
+        if (rc != SLURM_SUCCESS) failure = std::string("NumNodes update failed: ") + slurm_strerror(rc);
+      } else {
+        failure = apply_shape(r.id, current, repair);
+      }
+      if (failure.empty()) {
+        ++stats.repaired;
+        memory->last = now;
+        memory->shape = repair;
+        info("priority/ringsched: JobId=%u was BadConstraints after our reshape; now %s", r.id,
+             repair.str().c_str());
+      } else {
+        ++stats.failed;
+        job_error(r.id, "repairing BadConstraints to " + repair.str() + ": " + failure);
+      }
+      continue;
+    }
+    if (target.nodes == 0 || target == current) continue;
+    if (current.type.empty()) continue;  // untyped requests stay untyped (DESIGN 4)
+    // ringrun(1) requeued it at the size we asked for: the wrapper owns that shape for a while.
+    const time_t resize_at = resize_requested_at(r.admin_comment);
+    if (resize_at > 0 && now - resize_at < conf.resize_hold_s) {
+      ++stats.kept_wrapper;
+      continue;
+    }
+    if (memory && now - memory->last < conf.reshape_interval_s) {
+      ++stats.kept_interval;
+      continue;
+    }
+    if (target.type != current.type) {
+      // Slurm 22.05 cannot change the type of a pending typed GPU request: the update keeps the
+      // old type's gres entry next to the new one, so the job asks for both and is never
+      // runnable (BadConstraints, priority 0; checked on the test cluster). A pending job keeps
+      // the type job_submit gave it; only its count and node count follow the plan.
+      ++stats.kept_type;
+      continue;
+    }
+    const std::string failure = apply_shape(r.id, current, target);
+    reshaped_[r.id] = ReshapeMemory{now, failure.empty() ? target : current};
+    if (!failure.empty()) {
+      ++stats.failed;
+      job_error(r.id, "reshaping " + current.str() + " -> " + target.str() + " failed, previous shape kept: " + failure);
+      continue;
+    }
+    ++stats.reshaped;
+    debug("priority/ringsched: JobId=%u reshaped %s -> %s (%s)", r.id, current.str().c_str(),
+          target.str().c_str(), plan_of[id]->reason.c_str());
+  }
   for (const auto& jp : plan.jobs) {
     auto it = ring.find(jp.job_id);
     if (it == ring.end() || !jp.runs || jp.gpus <= 0) continue;
     const RingJobRecord& r = it->second;
+    if (!r.running) continue;
     const auto [type, gpus] = engine->single_type(jp, r.request.types, r.request.model, snap.cluster);
     if (type.empty()) continue;
-    if (!r.running) {
-      if (type == r.shape.type && gpus == r.shape.gpus) continue;
-      const ringsched::NodeSpread spread = ringsched::spread_gpus(snap.cluster, type, gpus);
-      if (spread.nodes == 0) continue;
-      job_desc_msg_t desc;
-      slurm_init_job_desc_msg(&desc);
-      desc.job_id = r.id;
-      const std::string tres = ringsched::gpu_tres_per_node(type, spread.per_node);
-      desc.tres_per_node = const_cast<char*>(tres.c_str());
-      desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(spread.nodes);
-      if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-        info("priority/ringsched: job %u: reshaping to %d x %s failed: %s", r.id, gpus, type.c_str(),
-             slurm_strerror(slurm_get_errno()));
-        // A failed multi-field update is not atomic in Slurm: put the old shape back so that a
-        // half-applied change cannot leave the job in BadConstraints.
-        restore_shape(r, snap.cluster);
-      } else
-        info("priority/ringsched: job %u reshaped %d x %s -> %d x %s (%s)", r.id, r.shape.gpus,
-             r.shape.type.c_str(), gpus, type.c_str(), jp.reason.c_str());
-    } else if (jp.resize && engine->conf().resize_running && r.request.is_elastic()) {
+    // The requeued job keeps its GPU type (see above: Slurm cannot retype a pending job).
+    if (type != r.shape.type) continue;
+    if (jp.resize && conf.resize_running && r.request.is_elastic()) {
       // ringrun(1) reads "ringsched:resize=N" from AdminComment when SIGUSR2 nudges it.
       const std::string request = "ringsched:resize=" + std::to_string(gpus) + ",type=" + type;
       if (signalled_[r.id] == request && r.admin_comment.find(request) == 0) continue;
@@ -331,18 +525,23 @@ void PlanningThread::round() {
       const std::string comment = request + ",at=" + std::to_string(static_cast<long>(now));
       desc.admin_comment = const_cast<char*>(comment.c_str());
       if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-        info("priority/ringsched: job %u: recording resize failed: %s", r.id,
-             slurm_strerror(slurm_get_errno()));
+        job_error(r.id, std::string("recording resize failed: ") + slurm_strerror(slurm_get_errno()));
         continue;
       }
       signalled_[r.id] = request;
+      ++stats.resizes;
       if (slurm_kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
-        info("priority/ringsched: job %u: resize signal failed: %s", r.id,
-             slurm_strerror(slurm_get_errno()));
+        job_error(r.id, std::string("resize signal failed: ") + slurm_strerror(slurm_get_errno()));
       info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested (%s)", r.id, r.shape.gpus,
            r.shape.type.c_str(), gpus, type.c_str(), jp.reason.c_str());
     }
   }
+  for (auto it = reshaped_.begin(); it != reshaped_.end();)
+    it = ring.count(std::to_string(it->first)) ? std::next(it) : reshaped_.erase(it);
+  debug("priority/ringsched: round: %d ring jobs (%d pending): %d reshaped, %d repaired, %d failed; "
+        "kept %d (interval) %d (plan on another type) %d (ringrun's resize); %d resize requests",
+        stats.ring, stats.pending, stats.reshaped, stats.repaired, stats.failed, stats.kept_interval,
+        stats.kept_type, stats.kept_wrapper, stats.resizes);
   for (auto it = signalled_.begin(); it != signalled_.end();)
     it = ring.count(std::to_string(it->first)) ? std::next(it) : signalled_.erase(it);
 
