@@ -168,6 +168,15 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(32, c.max_gpus_per_job);
     CPPUNIT_ASSERT(!c.planner.power_of_two);
     CPPUNIT_ASSERT(!c.resize_running);
+    // Pending-job reshaping: defaults, then set.
+    CPPUNIT_ASSERT_EQUAL(2, c.min_replan_gap_s);
+    CPPUNIT_ASSERT_EQUAL(60, c.reshape_interval_s);
+    CPPUNIT_ASSERT_EQUAL(90, c.resize_hold_s);
+    const RingschedConf r = RingschedConf::parse(
+        "ProfileFiles=p.csv\nMinReplanGap=5\nReshapeInterval=0\nResizeHold=30\n", "ringsched.conf");
+    CPPUNIT_ASSERT_EQUAL(5, r.min_replan_gap_s);
+    CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
+    CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
   }
 
   void testConfErrorsNameFileAndLine() {
@@ -181,6 +190,9 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(conf_error(base + "just words\n").find("expected Key=Value") != std::string::npos);
     CPPUNIT_ASSERT(conf_error(base + "RestartCost=-1\n").find("RestartCost") != std::string::npos);
     CPPUNIT_ASSERT(conf_error(base + "RestartCost=nan\n").find("RestartCost") != std::string::npos);
+    CPPUNIT_ASSERT(conf_error(base + "MinReplanGap=0\n").find("ringsched.conf:2: MinReplanGap='0'") == 0);
+    CPPUNIT_ASSERT(conf_error(base + "ReshapeInterval=-5\n").find("ReshapeInterval") != std::string::npos);
+    CPPUNIT_ASSERT(conf_error(base + "ResizeHold=1e9\n").find("ResizeHold") != std::string::npos);
     CPPUNIT_ASSERT(conf_error(base + "PowerOfTwo=perhaps\n").find("yes or no") != std::string::npos);
     CPPUNIT_ASSERT(conf_error("Policy=static\n").find("ProfileFiles is required") != std::string::npos);
   }
