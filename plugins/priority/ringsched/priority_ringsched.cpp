@@ -122,6 +122,7 @@ PendingShape pending_shape(const ringsched::GpuShape& g) {
 struct ReshapeMemory {
   time_t last = 0;      // last reshape applied
   PendingShape shape;   // the shape it applied (a feasible one)
+  bool repair_failed = false;  // the last repair failed: retried after ReshapeInterval
 };
 
 // One planning round, for its single debug line.
@@ -451,6 +452,10 @@ void PlanningThread::round() {
       const ringsched::NodeSpread spread = ringsched::spread_gpus(snap.cluster, type, gpus);
       if (!type.empty() && spread.nodes > 0) target = PendingShape{type, spread.per_node, spread.nodes};
     }
+    if (r.bad_constraints && memory && memory->repair_failed && now - memory->last < conf.reshape_interval_s) {
+      ++stats.kept_interval;
+      continue;
+    }
     if (r.bad_constraints && memory) {
       // We reshaped it and Slurm now finds it never runnable: give it a shape that exists (the
       // plan's, else the last one we applied). Any successful update makes Slurm re-evaluate
@@ -467,10 +472,13 @@ void PlanningThread::round() {
         ++stats.repaired;
         memory->last = now;
         memory->shape = repair;
+        memory->repair_failed = false;
         info("priority/ringsched: JobId=%u was BadConstraints after our reshape; now %s", r.id,
              repair.str().c_str());
       } else {
         ++stats.failed;
+        memory->last = now;
+        memory->repair_failed = true;
         job_error(r.id, "repairing BadConstraints to " + repair.str() + ": " + failure);
       }
       continue;
