@@ -493,11 +493,24 @@ Plan Planner::plan(const Snapshot& snap) const {
       jp.resize = !frozen[i] && (jp.gpus != j.current_gpus ||
                                  jp.gpus_by_type != current_by_type(j, nodes));
       if (!jp.resize && !frozen[i]) {
-        // Same shape on other nodes: keep where it is rather than restart it for nothing.
-        std::vector<Placement> pl;
-        for (const auto& [node, g] : j.gpus_by_node)
-          pl.push_back(Placement{node, nodes.find(node) >= 0 ? cluster.nodes[nodes.find(node)].gpu_type : "", g});
-        jp.placement = pl;
+        // Same shape, maybe on other nodes: stay where it is rather than restart for nothing, if
+        // its GPUs are still free once the new ones are given back; otherwise it moves.
+        for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+        bool stays = true;
+        for (const auto& [node, g] : j.gpus_by_node) {
+          int k = nodes.find(node);
+          stays = stays && k >= 0 && free_gpus.free(k) >= g;
+        }
+        if (stays) {
+          std::vector<Placement> pl;
+          for (const auto& [node, g] : j.gpus_by_node)
+            pl.push_back(Placement{node, cluster.nodes[nodes.find(node)].gpu_type, g});
+          jp.placement = pl;
+        } else {
+          jp.resize = true;
+          jp.reason += "; moves: GPUs it holds went to other jobs";
+        }
+        for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
       }
     }
     if (config_.spb_packing && views[i].known) apply_spb(model, j, contention, jp);
@@ -506,6 +519,28 @@ Plan Planner::plan(const Snapshot& snap) const {
                               (jp.resize ? config_.costs.restart_s : 0.0);
       objective += jp.predicted_finish_s;
     }
+  }
+  // Invariant: no node gives more GPUs than it has free. A violation is a planner bug; say which
+  // jobs, rather than hand Slurm or the simulator an impossible plan.
+  {
+    std::vector<int> used(cluster.nodes.size(), 0);
+    for (const JobPlan& jp : plan.jobs)
+      for (const Placement& p : jp.placement) {
+        int k = nodes.find(p.node);
+        if (k < 0) throw std::logic_error("planner: job " + jp.job_id + " placed on unknown node " + p.node);
+        used[k] += p.gpus;
+      }
+    for (size_t k = 0; k < used.size(); ++k)
+      if (used[k] > cluster.nodes[k].usable()) {
+        std::string who;
+        for (const JobPlan& jp : plan.jobs)
+          for (const Placement& p : jp.placement)
+            if (p.node == cluster.nodes[k].name)
+              who += " " + jp.job_id + "(" + std::to_string(p.gpus) + ": " + jp.reason + ")";
+        throw std::logic_error("planner: node " + cluster.nodes[k].name + " over-allocated (" +
+                               std::to_string(used[k]) + " of " +
+                               std::to_string(cluster.nodes[k].usable()) + "):" + who);
+      }
   }
   plan.objective_s = objective;
   plan.decision_ms =

@@ -99,6 +99,8 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(doublingFallsBackToSizeThatFits);
   CPPUNIT_TEST(impossibleJobWaitsWithReason);
   CPPUNIT_TEST(neverOverAllocatesOnAnyPolicy);
+  CPPUNIT_TEST(roundsOfRunningJobsStayFeasible);
+  CPPUNIT_TEST(sameShapeElsewhereMovesWhenItsGpusAreTaken);
   CPPUNIT_TEST(deterministicForSameSeed);
   CPPUNIT_TEST(orderPutsShortJobsFirst);
   CPPUNIT_TEST(unseenModelUsesSimilarity);
@@ -311,6 +313,95 @@ class PlannerTest : public CppUnit::TestFixture {
       int ran = 0;
       for (const JobPlan& jp : p.jobs) ran += jp.runs;
       CPPUNIT_ASSERT_MESSAGE(policy_name(pol), ran > 0);
+    }
+  }
+
+  // Many planning rounds in a row, as slurmctld or ringsim run them: each plan's running jobs
+  // become the next snapshot's running jobs, some finish, new ones arrive, some of unseen models.
+  // Every plan must fit the cluster (the planner also checks this itself and throws).
+  void roundsOfRunningJobsStayFeasible() {
+    const char* models[] = {"resnet50-b64", "transformer-b128", "lm-b20", "a3c", "unseen-net",
+                            "recommendation-b1024", "resnet18-b16", "cyclegan"};
+    for (Policy pol : {Policy::Static, Policy::Doubling, Policy::Hetero, Policy::Combined}) {
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      cfg.samples = 8;
+      Planner planner(ThroughputModel(gavel()), cfg);
+      Snapshot s;
+      s.cluster = small_cluster();
+      unsigned r = 12345;
+      auto rnd = [&r](unsigned m) { r = r * 1103515245u + 12345u; return (r >> 8) % m; };
+      int next_id = 0;
+      for (int round = 0; round < 150; ++round) {
+        s.now_s = 600.0 * round;
+        for (int k = static_cast<int>(rnd(6)); k > 0; --k) {
+          Job j = job("j" + std::to_string(next_id++), models[rnd(8)], 1 << rnd(2), 1 << (2 + rnd(3)),
+                      1000.0 * (1 + rnd(2000)));
+          j.elastic = rnd(3) != 0;
+          j.requested_gpus = 1 << rnd(5);
+          j.submit_s = s.now_s;
+          s.jobs.push_back(j);
+        }
+        Plan p;
+        std::string err = error_of([&] { p = planner.plan(s); });
+        CPPUNIT_ASSERT_MESSAGE(std::string(policy_name(pol)) + " round " + std::to_string(round) + ": " + err, err.empty());
+        check_capacity(p, s.cluster);
+        std::vector<Job> next;
+        for (size_t k = 0; k < s.jobs.size(); ++k) {
+          Job j = s.jobs[k];
+          const JobPlan& jp = p.jobs[k];
+          if (jp.runs) {
+            if (j.state != JobState::Running || jp.resize) make_running(j, jp, s.now_s);
+            j.remaining = std::max(0.0, j.remaining - 300.0 * std::max(1.0, jp.predicted_iters_per_s));
+          } else {
+            j.state = JobState::Pending;
+            j.gpus_by_node.clear();
+            j.current_gpus = 0;
+          }
+          if (j.remaining > 0) next.push_back(j);
+        }
+        s.jobs = next;
+      }
+    }
+  }
+
+  // Found by ringsim: a running job of an unseen model is re-planned at its current size but on
+  // another node, because the market gave its GPUs to a pending job; "same shape, stay where it
+  // is" must not put it back on GPUs that are no longer free.
+  void sameShapeElsewhereMovesWhenItsGpusAreTaken() {
+    // Doubling counts on the pooled cluster give u 8 GPUs and m 4; both may only use k80, of which
+    // 6 are free: k80-1 (u holds 2 of its 4), and one on each of k80-2 and k80-3. The market puts
+    // m on k80-1, which takes u's GPUs; u then fits only at its current size, 2, on k80-2+3.
+    Snapshot s;
+    s.cluster.nodes = {Node{"k80-1", "k80", 4}, Node{"k80-2", "k80", 4}, Node{"k80-3", "k80", 4},
+                       Node{"p100-1", "p100", 8}};
+    s.cluster.nodes[1].free_gpus = 1;
+    s.cluster.nodes[2].free_gpus = 1;
+    s.cluster.nodes[3].free_gpus = 6;
+    s.now_s = 10000;
+    Job u = job("u", "mystery-net", 2, 8, 1e5);
+    u.requested_gpus = 8;
+    u.allowed_types = {"k80"};
+    u.priority_boost = 1;
+    JobPlan two;
+    two.placement = {Placement{"k80-1", "k80", 2}};
+    two.gpus = 2;
+    two.gpus_by_type = {{"k80", 2}};
+    make_running(u, two, 0);
+    Job m = job("m", "resnet50-b64", 4, 4, 1e3);
+    m.elastic = false;
+    m.requested_gpus = 4;
+    m.allowed_types = {"k80"};
+    s.jobs = {u, m};
+    for (Policy pol : {Policy::Doubling, Policy::Combined}) {
+      PlannerConfig cfg;
+      cfg.policy = pol;
+      Plan p;
+      std::string err = error_of([&] { p = Planner(ThroughputModel(gavel()), cfg).plan(s); });
+      CPPUNIT_ASSERT_MESSAGE(std::string(policy_name(pol)) + ": " + err, err.empty());
+      check_capacity(p, s.cluster);
+      if (p.find("u")->runs && p.find("u")->placement.at(0).node != "k80-1")
+        CPPUNIT_ASSERT_MESSAGE(p.find("u")->reason, p.find("u")->resize);
     }
   }
 
