@@ -26,6 +26,18 @@ struct RankOutcome {
   std::string output;   // what the rank wrote to stdout and stderr
 };
 
+// In a rank's body (a function returning the rank's exit code, with `rank` in scope): run a
+// libringrt call and, if it fails, print why and leave with exit code 10.
+#define RANK_CHECK(call)                                                                         \
+  do {                                                                                           \
+    ringrt_result_t rc_ = (call);                                                                \
+    if (rc_ != RINGRT_OK) {                                                                      \
+      std::printf("rank %d: %s -> %s: %s\n", rank, #call, ringrt_error_string(rc_),              \
+                  ringrt_error_detail());                                                        \
+      return 10;                                                                                 \
+    }                                                                                            \
+  } while (0)
+
 inline int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};

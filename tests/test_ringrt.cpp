@@ -91,15 +91,6 @@ uint64_t fnv(const void* p, size_t n) {
   return h;
 }
 
-#define RANK_CHECK(call)                                                                             \
-  do {                                                                                               \
-    ringrt_result_t rc_ = (call);                                                                    \
-    if (rc_ != RINGRT_OK) {                                                                          \
-      std::printf("rank %d: %s -> %s: %s\n", rank, #call, ringrt_error_string(rc_), ringrt_error_detail()); \
-      return 10;                                                                                     \
-    }                                                                                                \
-  } while (0)
-
 // The body every rank runs: all dtypes x ops x counts, checked against the reference, then a
 // random float32 buffer whose result hash must agree across ranks.
 int allreduce_body(int rank, const std::vector<size_t>& counts) {

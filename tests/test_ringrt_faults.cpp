@@ -20,15 +20,6 @@ using namespace ringrt_test;
 
 namespace {
 
-#define RANK_CHECK(call)                                                                             \
-  do {                                                                                               \
-    ringrt_result_t rc_ = (call);                                                                    \
-    if (rc_ != RINGRT_OK) {                                                                          \
-      std::printf("rank %d: %s -> %s: %s\n", rank, #call, ringrt_error_string(rc_), ringrt_error_detail()); \
-      return 10;                                                                                     \
-    }                                                                                                \
-  } while (0)
-
 std::string temp_path(const char* tag) {
   return std::string("/tmp/ringrt-test-") + tag + "-" + std::to_string(getpid());
 }

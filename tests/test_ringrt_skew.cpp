@@ -16,15 +16,6 @@ using namespace ringrt_test;
 
 namespace {
 
-#define RANK_CHECK(call)                                                                                   \
-  do {                                                                                                     \
-    ringrt_result_t rc_ = (call);                                                                          \
-    if (rc_ != RINGRT_OK) {                                                                                \
-      std::printf("rank %d: %s -> %s: %s\n", rank, #call, ringrt_error_string(rc_), ringrt_error_detail()); \
-      return 10;                                                                                           \
-    }                                                                                                      \
-  } while (0)
-
 // The compute time of `rank` before collective `it`, the same on every rank (shared seed): each
 // rank draws 0-400 ms, mostly short (400 u^8, mean 44 ms) so that a few hundred collectives fit in
 // seconds; the `laggard` always takes a little longer than the slowest of the others, so that it
