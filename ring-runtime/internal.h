@@ -198,6 +198,7 @@ class TcpRing {
   int timeout_ms = 5000;
 
  private:
+  ssize_t send_pending_frame();
   struct RecvItem { char* dst; uint32_t len; uint8_t action; };  // action: 0 copy, 1 reduce, 2 reduce+div
   struct SendItem { const char* src; uint32_t len; int32_t dep; };
   rr run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq);

@@ -157,6 +157,26 @@ rr TcpRing::on_error(rr code) {
   return code;
 }
 
+// One non-blocking sendmsg of what is left of the outgoing frame (header, then payload); advances
+// the counters by what the kernel took. Returns sendmsg's result.
+ssize_t TcpRing::send_pending_frame() {
+  iovec iov[2];
+  int cnt = 0;
+  if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
+  if (out_payload_sent_ < out_payload_len_)
+    iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
+  msghdr mh{};
+  mh.msg_iov = iov;
+  mh.msg_iovlen = cnt;
+  ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n > 0) {
+    size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
+    out_hdr_sent_ += h;
+    out_payload_sent_ += static_cast<size_t>(n) - h;
+  }
+  return n;
+}
+
 void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
   if (broken_) return;
   broken_ = true;
@@ -186,21 +206,8 @@ void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
   }
   // finish a partly written frame first so that the abort starts on a frame boundary
   while (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) {
-    iovec iov[2];
-    int cnt = 0;
-    if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
-    if (out_payload_sent_ < out_payload_len_)
-      iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
-    msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = cnt;
-    ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
-      out_hdr_sent_ += h;
-      out_payload_sent_ += static_cast<size_t>(n) - h;
-      continue;
-    }
+    ssize_t n = send_pending_frame();
+    if (n > 0) continue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR) && now_ns() < dl) {
       pollfd p{out_.fd, POLLOUT, 0};
       ::poll(&p, 1, 10);
@@ -298,19 +305,8 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
           break;
         }
       }
-      iovec iov[2];
-      int cnt = 0;
-      if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
-      if (out_payload_sent_ < out_payload_len_)
-        iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
-      msghdr mh{};
-      mh.msg_iov = iov;
-      mh.msg_iovlen = cnt;
-      ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n = send_pending_frame();
       if (n > 0) {
-        size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
-        out_hdr_sent_ += h;
-        out_payload_sent_ += static_cast<size_t>(n) - h;
         progress = true;
         send_blocked_since = 0;
         continue;
