@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -195,10 +196,22 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (!ids.insert(j.id).second) throw InputError("job " + j.id + ": listed twice");
   }
 
-  // Unseen models get predictions from similar models before anything is decided.
-  ThroughputModel model = model_;
-  if (config_.use_similarity && similarity_)
-    predict_unseen_models(model, *similarity_, snap.jobs, snap.cluster.types());
+  // Unseen models get predictions from similar models before anything is decided. The model is
+  // copied only when some job's model lacks a type: most rounds plan known models only.
+  const ThroughputModel* speeds = &model_;
+  std::optional<ThroughputModel> with_predictions;
+  if (config_.use_similarity && similarity_) {
+    const std::vector<std::string> types = snap.cluster.types();
+    bool unseen = false;
+    for (const Job& j : snap.jobs)
+      for (const std::string& t : types) unseen = unseen || !model_.knows(j.model, t);
+    if (unseen) {
+      with_predictions = model_;
+      predict_unseen_models(*with_predictions, *similarity_, snap.jobs, types);
+      speeds = &*with_predictions;
+    }
+  }
+  const ThroughputModel& model = *speeds;
 
 
   const Cluster& cluster = snap.cluster;
