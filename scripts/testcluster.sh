@@ -64,7 +64,7 @@ pid_of() { cat "$state/$1.pid" 2>/dev/null || true; }
 write_config() {
   local plugins=$1 builddir=$2
   mkdir -p "$state/ctld" "$state/log" "$state/spool" "$state/munge" "$state/plugins"
-  chmod 0700 "$state/munge"
+  chmod 0711 "$state/munge"  # other users reach the socket (tests submit as nobody); the key stays 0600
 
   local plugindir=$slurm_plugins priority=priority/basic jobsubmit=""
   rm -f "$state/plugins/"*.so

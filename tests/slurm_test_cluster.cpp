@@ -120,7 +120,7 @@ void SlurmTestCluster::restart_ctld() {
 }
 
 void SlurmTestCluster::cancel_all() {
-  shell("scancel --user=$(id -un)");
+  shell("ids=$(squeue -h -o %i); [ -z \"$ids\" ] || scancel $ids");  // every user's (tests submit as nobody too)
   wait_for([this] { return shell("squeue -h -t all -o %i | wc -l").out == "0\n" ||
                            shell("squeue -h -t R,PD,CG,S -o %i | wc -l").out == "0\n"; },
            30);

@@ -94,7 +94,7 @@ std::pair<std::string, std::string> model_fastest_on(const std::string& type) {
                                                                   "/data/profiles/gavel.csv"));
   for (const std::string& m : tm.table().models()) {
     std::vector<std::pair<double, std::string>> s;
-    for (const std::string& t : {"v100", "p100", "k80"}) s.emplace_back(tm.iters_per_s(m, t, 4), t);
+    for (const char* t : {"v100", "p100", "k80"}) s.emplace_back(tm.iters_per_s(m, t, 4), t);
     std::sort(s.rbegin(), s.rend());
     if (s[0].first > 0 && s[1].first > 0 && s[0].second == type && s[0].first > 1.2 * s[1].first)
       return {m, s[1].second};
@@ -109,15 +109,19 @@ unsigned hold_all_cpus() {
   return hog > 0 && wait_state(hog, "RUNNING", 20) ? hog : 0;
 }
 
-// A pending job's request as scontrol shows it, e.g. "gres:gpu:v100:4 N=1".
-std::string shape_of(unsigned job) {
-  return cluster().job_field(job, "TresPerNode") + " N=" + cluster().job_field(job, "NumNodes");
+// A ring job's GPUs per node as ringsched asks for them: the type as a feature constraint and an
+// untyped gres count, e.g. "v100:4" for Features=v100 TresPerNode=gres:gpu:4.
+std::string gpus_of(unsigned job) {
+  const std::string tres = cluster().job_field(job, "TresPerNode");  // "gres:gpu:4"
+  const std::string prefix = "gres:gpu:";
+  const std::string count = tres.rfind(prefix, 0) == 0 ? tres.substr(prefix.size()) : "?" + tres;
+  return cluster().job_field(job, "Features") + ":" + count;
 }
 
-std::string type_of(const std::string& shape) {  // "gres:gpu:v100:4 N=1" -> "v100"
-  const size_t a = shape.find("gpu:"), b = shape.find(':', a + 4);
-  return a == std::string::npos || b == std::string::npos ? "" : shape.substr(a + 4, b - a - 4);
-}
+// A pending job's request, e.g. "v100:4 N=1".
+std::string shape_of(unsigned job) { return gpus_of(job) + " N=" + cluster().job_field(job, "NumNodes"); }
+
+std::string type_of(const std::string& shape) { return shape.substr(0, shape.find(':')); }
 
 // Number of planning rounds that wrote the plan during `seconds`, sampling `each` meanwhile.
 int rounds_while(double seconds, const std::function<void()>& each) {
@@ -150,6 +154,8 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testSurvivesBadConfig);
   CPPUNIT_TEST(testRestartWithJobsInFlight);
   CPPUNIT_TEST(testPendingReshapedAtMostOncePerInterval);
+  CPPUNIT_TEST(testPendingJobRetyped);
+  CPPUNIT_TEST(testUserCannotRetypeRingJob);
   CPPUNIT_TEST(testPendingTypeDoesNotFlip);
   CPPUNIT_TEST(testManyPendingJobsAllStart);
   CPPUNIT_TEST_SUITE_END();
@@ -204,7 +210,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     const unsigned a = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --wrap 'sleep 60'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, a > 0);
     CPPUNIT_ASSERT(wait_state(a, "RUNNING", 20));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:4"), cluster().job_field(a, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(std::string("v100:4"), gpus_of(a));
     CPPUNIT_ASSERT(cluster().job_field(a, "NodeList").rfind("v100-", 0) == 0);
     // With every v100 held, the same request goes to the next best type.
     const unsigned b = cluster().submit("--gres=gpu:v100:4 --wrap 'sleep 60'");
@@ -212,7 +218,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     const unsigned c = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --wrap 'sleep 60'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, c > 0);
     CPPUNIT_ASSERT(wait_state(c, "RUNNING", 20));
-    CPPUNIT_ASSERT_EQUAL("gres:gpu:" + second + ":4", cluster().job_field(c, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(second + ":4", gpus_of(c));
   }
 
   void testFixedJobGetsItsWholeCount() {
@@ -221,12 +227,12 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     const unsigned id = cluster().submit("--ring-model=resnet50-b64 --ring-gpus=8 --ring-fixed --wrap 'sleep 60'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, id > 0);
     CPPUNIT_ASSERT(wait_state(id, "RUNNING", 20));
-    const std::string tres = cluster().job_field(id, "TresPerNode");
-    CPPUNIT_ASSERT_MESSAGE(tres, tres.size() > 2 && tres.compare(tres.size() - 2, 2, ":4") == 0);
+    const std::string gpus = gpus_of(id);
+    CPPUNIT_ASSERT_MESSAGE(gpus, gpus.size() > 2 && gpus.compare(gpus.size() - 2, 2, ":4") == 0);
     CPPUNIT_ASSERT_EQUAL(std::string("2"), cluster().job_field(id, "NumNodes"));
     const std::string nodes = cluster().job_field(id, "NodeList");  // e.g. v100-[1-2]
     CPPUNIT_ASSERT_MESSAGE(nodes, nodes.find("[1-2]") != std::string::npos);
-    CPPUNIT_ASSERT_MESSAGE(nodes + " vs " + tres, tres.find(nodes.substr(0, nodes.find('-'))) != std::string::npos);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(nodes + " vs " + gpus, nodes.substr(0, nodes.find('-')), type_of(gpus));
   }
 
   void testElasticGrowsThenShrinksDoubling() {
@@ -255,7 +261,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(out, e > 0);
     CPPUNIT_ASSERT(wait_state(e, "RUNNING", 20));
     CPPUNIT_ASSERT_EQUAL_MESSAGE("the planner should start the job on the 2 free v100s of v100-1",
-                                 std::string("gres:gpu:v100:2"), cluster().job_field(e, "TresPerNode"));
+                                 std::string("v100:2"), gpus_of(e));
     const std::string id = std::to_string(e);
     // The rest of its node frees up: the plan grows the job and records the request on it.
     cluster().run("scancel " + std::to_string(near));
@@ -391,11 +397,11 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     std::string out;
     const unsigned id = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-4 --wrap true", &out);
     CPPUNIT_ASSERT_MESSAGE(out, id > 0);
-    const std::string planned = "gres:gpu:v100:4";
-    auto tres = [&] { return cluster().job_field(id, "TresPerNode"); };
+    const std::string planned = "v100:4";
+    auto tres = [&] { return gpus_of(id); };
     CPPUNIT_ASSERT_MESSAGE("not planned at 4 v100: " + shape_of(id) + describe(read_plan()),
                            SlurmTestCluster::wait_for([&] { return tres() == planned; }, 20));
-    const std::string to_one = "scontrol update JobId=" + std::to_string(id) + " TresPerNode=gres:gpu:v100:1";
+    const std::string to_one = "scontrol update JobId=" + std::to_string(id) + " TresPerNode=gres:gpu:1";
     auto r = cluster().run(to_one);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     CPPUNIT_ASSERT_MESSAGE("the planner did not reshape the job back: " + shape_of(id),
@@ -414,9 +420,58 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     std::string trail;
     for (const std::string& s : seen) trail += " [" + s + "]";
     CPPUNIT_ASSERT_EQUAL_MESSAGE("reshaped again within ReshapeInterval:" + trail, size_t(1), seen.size());
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:v100:1"), seen[0]);
+    CPPUNIT_ASSERT_EQUAL(std::string("v100:1"), seen[0]);
     CPPUNIT_ASSERT(cluster().job_field(id, "Reason") != "BadConstraints");
     CPPUNIT_ASSERT(std::stol("0" + cluster().job_field(id, "Priority")) > 0);
+  }
+
+  void testPendingJobRetyped() {
+    // A job fastest on v100 arrives while every v100 is held: job_submit gives it the next best
+    // type. Held (so that it waits), it is retyped to v100 once the v100s are free, and then runs
+    // there: the type is a feature constraint, which Slurm can change on a pending job.
+    const auto [model, second] = model_fastest_on("v100");
+    CPPUNIT_ASSERT_MESSAGE("no model in gavel.csv is clearly fastest on v100", !model.empty());
+    std::vector<unsigned> holders;
+    for (const char* node : {"v100-1", "v100-2"}) {
+      holders.push_back(cluster().submit(std::string("--gres=gpu:v100:4 -w ") + node + " --wrap 'sleep 300'"));
+      CPPUNIT_ASSERT(wait_state(holders.back(), "RUNNING", 20));
+    }
+    std::string out;
+    const unsigned id = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --hold --wrap 'sleep 30'", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, id > 0);
+    CPPUNIT_ASSERT_EQUAL(second + ":4", gpus_of(id));
+    for (unsigned h : holders) cluster().run("scancel " + std::to_string(h));
+    CPPUNIT_ASSERT_MESSAGE("not retyped to v100: " + shape_of(id) + describe(read_plan()),
+                           SlurmTestCluster::wait_for([&] { return gpus_of(id) == "v100:4"; }, 20));
+    const auto r = cluster().run("scontrol release " + std::to_string(id));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    CPPUNIT_ASSERT(wait_state(id, "RUNNING", 20));
+    CPPUNIT_ASSERT(cluster().job_field(id, "NodeList").rfind("v100-", 0) == 0);
+  }
+
+  void testUserCannotRetypeRingJob() {
+    // The planner owns a ring job's type: a constraint of the user's at submit is refused with a
+    // message, and so is a later change of the job's features or GPUs by its owner (an ordinary
+    // user, here nobody); other changes stay allowed.
+    std::string out;
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --constraint=k80 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("do not combine --constraint") != std::string::npos);
+    const auto sub = cluster().run("cd / && runuser -u nobody -- sbatch --parsable --hold --output=/dev/null "
+                                   "--ring-model=resnet50-b64 --ring-gpus=1-4 --wrap true");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(sub.out, 0, sub.rc);
+    const std::string id = sub.out.substr(0, sub.out.find_first_of(";\n"));
+    const unsigned job = static_cast<unsigned>(std::stoul(id));
+    const std::string type = cluster().job_field(job, "Features");
+    CPPUNIT_ASSERT_MESSAGE(type, !type.empty() && type != "(null)");
+    const std::string other = type == "k80" ? "p100" : "k80";
+    for (const std::string& change : {"Features=" + other, std::string("TresPerNode=gres:gpu:4")}) {
+      const auto r = cluster().run("runuser -u nobody -- scontrol update JobId=" + id + " " + change);
+      CPPUNIT_ASSERT_MESSAGE(change + " was allowed: " + r.out, r.rc != 0);
+      CPPUNIT_ASSERT_MESSAGE(r.out, r.out.find("denied") != std::string::npos);
+    }
+    CPPUNIT_ASSERT_EQUAL(type, cluster().job_field(job, "Features"));
+    const auto ok = cluster().run("runuser -u nobody -- scontrol update JobId=" + id + " TimeLimit=10");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(ok.out, 0, ok.rc);
   }
 
   void testPendingTypeDoesNotFlip() {

@@ -51,17 +51,20 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
                                                      " -- " + kTrain + training + " --loss-log=" + loss + "\n");
     chmod(script.c_str(), 0755);
     std::string out;
-    unsigned job = cluster.submit("--requeue --open-mode=append -o " + d.path() + "/job.out --gres=gpu:v100:1 " + script,
+    // The GPU type as a feature constraint, as job_submit/ringsched gives it to ring jobs: the
+    // resize to 4 GPUs also moves the job from v100 to p100.
+    unsigned job = cluster.submit("--requeue --open-mode=append -o " + d.path() + "/job.out --constraint=v100 --gres=gpu:1 " + script,
                                   &out);
     CPPUNIT_ASSERT_MESSAGE(out, job > 0);
     size_t mark = 0;
     auto lines = [&] { return read_loss(loss).size(); };
-    for (int size : {2, 4, 2}) {
+    const std::pair<int, std::string> phases[] = {{2, "v100"}, {4, "p100"}, {2, "p100"}};
+    for (const auto& [size, type] : phases) {
       CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for([&] { return lines() >= mark + 100; }, 120));
       if (size == 4) {
         // The policy engine's way: AdminComment + SIGUSR2 to the batch shell.
         auto r = cluster.run("scontrol update JobId=" + std::to_string(job) +
-                             " AdminComment=ringsched:resize=4,type=v100,at=0 && scancel -b -s USR2 " +
+                             " AdminComment=ringsched:resize=4,type=p100,at=0 && scancel -b -s USR2 " +
                              std::to_string(job));
         CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
       } else {
@@ -77,7 +80,9 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
                                return !m.empty() && m.rbegin()->second.second == size;
                              }, 120));
       mark = lines();
-      CPPUNIT_ASSERT(contains(cluster.job_field(job, "TresPerNode"), "gpu:v100:" + std::to_string(size)));
+      CPPUNIT_ASSERT_EQUAL("gres:gpu:" + std::to_string(size), cluster.job_field(job, "TresPerNode"));
+      CPPUNIT_ASSERT_EQUAL(type, cluster.job_field(job, "Features"));
+      CPPUNIT_ASSERT_MESSAGE(cluster.job_field(job, "NodeList"), contains(cluster.job_field(job, "NodeList"), type + "-"));
     }
     CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for(
         [&] { return cluster.job_field(job, "JobState") == "COMPLETED"; }, 180));

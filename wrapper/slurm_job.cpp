@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -83,6 +84,16 @@ void SlurmJob::refresh() {
   shape_.job_id = id_;
   shape_.nodes = int(j.num_nodes);
   parse_gpu_gres(j.tres_per_node ? j.tres_per_node : "", &shape_.gpu_type, &shape_.gpus_per_node);
+  shape_.type_by_feature = false;
+  if (shape_.gpu_type.empty() && j.features && *j.features) {
+    const std::string f = j.features;
+    const bool single = f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+                        std::string::npos;
+    if (single) {
+      for (char c : f) shape_.gpu_type += char(std::tolower(static_cast<unsigned char>(c)));
+      shape_.type_by_feature = true;
+    }
+  }
   shape_.admin_comment = j.admin_comment ? j.admin_comment : "";
   shape_.first_node_addr.clear();
   shape_.node_gpu_type.clear();
@@ -125,17 +136,18 @@ int SlurmJob::node_gpus(const std::string& wanted) const {
 std::string SlurmJob::requeue_resized(int total, const std::string& new_type, double* requeue_s, double* update_s) {
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
-  if (!new_type.empty() && shape_.gpu_type.empty())
-    return "an untyped GPU request cannot be switched to type " + new_type + " (DESIGN 4)";
   const std::string type = new_type.empty() ? shape_.gpu_type : new_type;
+  if (type != shape_.gpu_type && !shape_.type_by_feature)
+    return "a typed GPU request (" + (shape_.gpu_type.empty() ? std::string("untyped") : shape_.gpu_type) +
+           ") cannot be switched to type " + new_type + " (DESIGN 4); ringsched gives ring jobs their type as a "
+           "feature constraint";
   int per_node_max = node_gpus(type);
   if (per_node_max <= 0) per_node_max = shape_.gpus_per_node;
   if (total < 1 || per_node_max < 1) return "cannot size the job: " + std::to_string(total) + " GPUs";
   int nodes = (total + per_node_max - 1) / per_node_max;
   if (total % nodes != 0)
     return std::to_string(total) + " GPUs do not split evenly over " + std::to_string(nodes) + " nodes";
-  int per_node = total / nodes;
-  const int old_nodes = shape_.nodes;
+  const int per_node = total / nodes;
 
   if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
   *requeue_s = std::chrono::duration<double>(clock::now() - t0).count();
@@ -143,7 +155,7 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
 
   // One field per update (DESIGN 4: a failed multi-field update is not atomic). The job may
   // still be completing right after the requeue; retry briefly on "not pending".
-  auto update = [&](job_desc_msg_t* d, const char* what) -> std::string {
+  auto update = [&](job_desc_msg_t* d, const std::string& what) -> std::string {
     for (int tries = 0;; ++tries) {
       if (slurm_update_job(d) == SLURM_SUCCESS) return "";
       int e = slurm_get_errno();
@@ -151,33 +163,42 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
         usleep(100000);
         continue;
       }
-      return std::string(what) + " update failed: " + slurm_strerror(e);
+      return what + " update failed: " + slurm_strerror(e);
     }
   };
+  // Each field as (old value, new value) and how to set it.
+  struct Field {
+    const char* name;
+    std::string from, to;
+    void (*set)(job_desc_msg_t*, const std::string&, std::string* keep);
+  };
+  const std::string typed = shape_.type_by_feature || shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":";
+  std::vector<Field> fields = {
+      {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes),
+       [](job_desc_msg_t* d, const std::string& v, std::string*) { d->min_nodes = d->max_nodes = uint32_t(std::stoi(v)); }},
+      {"gres", "gres:gpu:" + typed + std::to_string(shape_.gpus_per_node), "gres:gpu:" + typed + std::to_string(per_node),
+       [](job_desc_msg_t* d, const std::string& v, std::string* keep) { *keep = v; d->tres_per_node = const_cast<char*>(keep->c_str()); }},
+      {"Features", shape_.gpu_type, type,
+       [](job_desc_msg_t* d, const std::string& v, std::string* keep) { *keep = v; d->features = const_cast<char*>(keep->c_str()); }},
+  };
+  auto set_field = [&](const Field& f, const std::string& value) {
+    job_desc_msg_t d;
+    slurm_init_job_desc_msg(&d);
+    d.job_id = id_;
+    std::string keep;
+    f.set(&d, value, &keep);
+    return update(&d, f.name);
+  };
   std::string err;
-  if (nodes != old_nodes) {
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    d.job_id = id_;
-    d.min_nodes = d.max_nodes = uint32_t(nodes);
-    err = update(&d, "NumNodes");
-  }
-  if (err.empty() && (per_node != shape_.gpus_per_node || type != shape_.gpu_type)) {
-    // Typed stays typed, untyped stays untyped (DESIGN 4).
-    std::string gres = "gres:gpu:" + (type.empty() ? "" : type + ":") + std::to_string(per_node);
-    job_desc_msg_t d;
-    slurm_init_job_desc_msg(&d);
-    d.job_id = id_;
-    d.tres_per_node = const_cast<char*>(gres.c_str());
-    err = update(&d, "gres");
-    if (!err.empty() && nodes != old_nodes) {
-      job_desc_msg_t back;
-      slurm_init_job_desc_msg(&back);
-      back.job_id = id_;
-      back.min_nodes = back.max_nodes = uint32_t(old_nodes);
-      std::string e2 = update(&back, "NumNodes (rollback)");
-      if (!e2.empty()) err += "; " + e2;
-    }
+  size_t done = 0;
+  for (; done < fields.size() && err.empty(); ++done)
+    if (fields[done].from != fields[done].to) err = set_field(fields[done], fields[done].to);
+  if (!err.empty()) {
+    for (size_t i = done - 1; i-- > 0;)  // the failed field itself was not changed
+      if (fields[i].from != fields[i].to) {
+        const std::string e2 = set_field(fields[i], fields[i].from);
+        if (!e2.empty()) err += "; rollback: " + e2;
+      }
   }
   job_desc_msg_t rel;
   slurm_init_job_desc_msg(&rel);

@@ -11,7 +11,8 @@ struct JobShape {
   uint32_t job_id = 0;
   int nodes = 0;              // allocated (or requested, when pending) node count
   int gpus_per_node = 0;      // from the job's gres request
-  std::string gpu_type;       // "" when the request was untyped
+  std::string gpu_type;       // from the typed gres request, or from the feature constraint
+  bool type_by_feature = false;  // the type is the job's feature constraint (ringsched's form)
   std::string first_node_addr;// address of the first allocated node (the ring's master)
   std::string node_gpu_type;  // GPU type of that node's gres (what an untyped request got)
   std::string admin_comment;  // where the policy engine leaves resize requests
@@ -29,10 +30,11 @@ class SlurmJob {
   // Largest GPU count per node of a type ("" any type), from the node table; 0 if unknown.
   int node_gpus(const std::string& type) const;
 
-  // requeue-hold -> NumNodes=N-N -> gres -> release, each step checked. A failed gres update
-  // puts the old node count back before releasing, so the job never stays in a shape that
-  // cannot run. Returns "" on success, else what failed. timings (seconds) filled in.
-  // new_type: "" keeps the job's GPU type (only a typed request can change type).
+  // requeue-hold -> one update per field (NumNodes=N-N, gres count, Features) -> release, each
+  // step checked. A failed update puts the fields already changed back before releasing, so the
+  // job never stays in a shape that cannot run. Returns "" on success, else what failed.
+  // timings (seconds) filled in. new_type: "" keeps the job's GPU type; another type needs the
+  // type as a feature constraint (a typed gres request cannot change type, DESIGN 4).
   std::string requeue_resized(int total_gpus, const std::string& new_type, double* requeue_s, double* update_s);
 
  private:

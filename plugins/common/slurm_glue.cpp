@@ -1,6 +1,7 @@
 #include "slurm_glue.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 extern "C" {
@@ -42,7 +43,41 @@ void for_each_gpu_gres(List list, F f) {
   list_iterator_destroy(it);
 }
 
+// A feature constraint that names exactly one thing ("v100"), lower case; "" for anything else
+// ("v100|p100", "v100&ib", ...).
+std::string single_feature(const char* features) {
+  if (!features || !*features) return "";
+  for (const char* c = features; *c; ++c)
+    if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '_' && *c != '-' && *c != '.') return "";
+  return normalize_type(features);
+}
+
+std::string node_gpu_type(const node_record_t* node) {
+  const gres_node_state_t* gpu = node ? node_gpu_state(node) : nullptr;
+  return gpu && gpu->type_cnt > 0 && gpu->type_name[0] ? normalize_type(gpu->type_name[0]) : "";
+}
+
 }  // namespace
+
+std::set<std::string> feature_types() {
+  std::set<std::string> with, without;
+  node_record_t* node = nullptr;
+  for (int i = 0; (node = next_node(&i)); ++i) {
+    const std::string type = node_gpu_type(node);
+    if (type.empty()) continue;
+    bool has = false;
+    const std::string features = node->features ? node->features : "";
+    size_t start = 0;
+    while (start <= features.size() && !has) {
+      const size_t end = std::min(features.find(',', start), features.size());
+      has = normalize_type(features.substr(start, end - start)) == type;
+      start = end + 1;
+    }
+    (has ? with : without).insert(type);
+  }
+  for (const std::string& t : without) with.erase(t);
+  return with;
+}
 
 Cluster snapshot_cluster() {
   Cluster cluster;
@@ -79,6 +114,11 @@ GpuShape job_gpu_shape(const job_record_t* job) {
   if (IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job)) {
     for_each_gpu_gres(job->gres_list_alloc, [&](const gres_job_state_t* g) {
       if (g->type_name) shape.type = normalize_type(g->type_name);
+      if (shape.type.empty() && job->node_bitmap) {
+        // An untyped request: the type of the nodes it got.
+        const int first = bit_ffs(job->node_bitmap);
+        if (first >= 0 && first < node_record_count) shape.type = node_gpu_type(node_record_table_ptr[first]);
+      }
       // gres_cnt_node_alloc[k] belongs to the k-th node of the job's node_bitmap.
       int k = 0;
       for (int idx = job->node_bitmap ? bit_ffs(job->node_bitmap) : -1;
@@ -93,6 +133,8 @@ GpuShape job_gpu_shape(const job_record_t* job) {
       }
     });
     shape.nodes = static_cast<int>(shape.gpus_by_node.size());
+    shape.type_by_feature = job->details && !shape.type.empty() &&
+                            single_feature(job->details->features) == shape.type;
     return shape;
   }
   const int nodes = job->details ? static_cast<int>(std::max<uint32_t>(1, job->details->min_nodes)) : 1;
@@ -104,6 +146,10 @@ GpuShape job_gpu_shape(const job_record_t* job) {
       shape.gpus += static_cast<int>(g->gres_per_job);
   });
   shape.nodes = nodes;
+  if (shape.type.empty() && job->details) {
+    shape.type = single_feature(job->details->features);
+    shape.type_by_feature = !shape.type.empty();
+  }
   return shape;
 }
 
@@ -123,8 +169,15 @@ NodeSpread spread_gpus(const Cluster& cluster, const std::string& type, int gpus
   return s;
 }
 
-std::string gpu_tres_per_node(const std::string& type, int per_node) {
-  return "gres:gpu:" + type + ":" + std::to_string(per_node);
+GpuRequest gpu_request(const std::string& type, int per_node, bool by_feature) {
+  GpuRequest r;
+  if (by_feature) {
+    r.tres_per_node = "gres:gpu:" + std::to_string(per_node);
+    r.features = type;
+  } else {
+    r.tres_per_node = "gres:gpu:" + type + ":" + std::to_string(per_node);
+  }
+  return r;
 }
 
 }  // namespace ringsched

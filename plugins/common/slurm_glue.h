@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,14 @@ extern "C" {
 namespace ringsched {
 
 // GPUs a job holds (running) or asks for (pending).
+//
+// Ring jobs ask for their GPU type as a node feature (--constraint=v100 with an untyped
+// --gres=gpu:N): Slurm 22.05 can change a pending job's features but not the type of a typed gres
+// request (DESIGN 4), so only this form lets the planner retype a pending or requeued job. Jobs
+// with a typed gres request keep their type.
 struct GpuShape {
   std::string type;                         // "" when untyped or none
+  bool type_by_feature = false;             // type comes from the job's feature constraint
   int gpus = 0;                             // total
   int nodes = 0;
   std::map<std::string, int> gpus_by_node;  // running jobs only
@@ -27,6 +34,10 @@ struct GpuShape {
 // The GPU nodes, with free_gpus = GPUs not held by any running job (node read lock).
 // Down, drained or not responding nodes have no free GPU.
 Cluster snapshot_cluster();
+
+// GPU types whose nodes all carry a node feature named like the type (Feature=v100 on every
+// v100 node), so that jobs can ask for the type as a constraint (node read lock).
+std::set<std::string> feature_types();
 
 // The ring request a job carries in its SPANK environment (job read lock). Returns false when the
 // job is not a ring job; sets `error` (and returns false) when its values are invalid.
@@ -43,7 +54,11 @@ struct NodeSpread {
 };
 NodeSpread spread_gpus(const Cluster& cluster, const std::string& type, int gpus);
 
-// "gres:gpu:v100:4": a tres_per_node request.
-std::string gpu_tres_per_node(const std::string& type, int per_node);
+// How a job asks for `per_node` GPUs of `type` on each of its nodes.
+struct GpuRequest {
+  std::string tres_per_node;  // "gres:gpu:4" (by feature) or "gres:gpu:v100:4"
+  std::string features;       // "v100" (by feature) or ""
+};
+GpuRequest gpu_request(const std::string& type, int per_node, bool by_feature);
 
 }  // namespace ringsched

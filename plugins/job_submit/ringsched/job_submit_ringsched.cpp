@@ -64,6 +64,10 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     return reject(err_msg,
                   "ringsched: do not combine --gres=gpu/--gpus with --ring-* options; ringsched "
                   "picks the GPU type and count (use --ring-gpus and --ring-types)");
+  if (job_desc->features && *job_desc->features)
+    return reject(err_msg,
+                  "ringsched: do not combine --constraint with --ring-* options; ringsched sets the "
+                  "constraint to the GPU type it picks (use --ring-types to limit the types)");
 
   std::shared_ptr<ringsched::Engine> engine = g_engine ? g_engine->get() : nullptr;
   if (!engine) {
@@ -114,8 +118,17 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
     return reject(err_msg, "ringsched: no node layout gives " + std::to_string(gpus) + " GPUs of type " +
                                (type.empty() ? "?" : type) + " to this job");
 
+  // The type as a node feature, so that the planner can retype the job while it is pending.
+  const bool by_feature = ringsched::feature_types().count(type) > 0;
+  if (!by_feature)
+    info("job_submit/ringsched: nodes of GPU type %s do not all have Feature=%s in slurm.conf: the "
+         "job asks for a typed gres, and its type cannot change while it waits (ringsched(8))",
+         type.c_str(), type.c_str());
+  const ringsched::GpuRequest gres = ringsched::gpu_request(type, spread.per_node, by_feature);
   xfree(job_desc->tres_per_node);
-  job_desc->tres_per_node = xstrdup(ringsched::gpu_tres_per_node(type, spread.per_node).c_str());
+  job_desc->tres_per_node = xstrdup(gres.tres_per_node.c_str());
+  xfree(job_desc->features);
+  if (!gres.features.empty()) job_desc->features = xstrdup(gres.features.c_str());
   job_desc->min_nodes = static_cast<uint32_t>(spread.nodes);
   job_desc->max_nodes = static_cast<uint32_t>(spread.nodes);
   info("job_submit/ringsched: uid %u model %s gpus %d-%d -> %d x %s on %d node(s): %s", submit_uid,
@@ -153,17 +166,19 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
   return SLURM_SUCCESS;
 }
 
-// Users may not change the GPUs of a pending ring job by hand (the planner owns its shape);
+// Users may not change the GPUs or the features (its GPU type) of a ring job by hand (the planner
+// owns its shape);
 // root and SlurmUser (the planner's own updates) may.
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
     if (submit_uid == 0 || submit_uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
     ringsched::RingRequest request;
     std::string error;
-    if (ringsched::job_ring_request(job_ptr, request, error) && asks_for_gpus(job_desc->tres_per_node)) {
-      info("job_submit/ringsched: uid %u may not change the GPUs of ring job %u", submit_uid,
-           job_ptr->job_id);
-      return ESLURM_INVALID_GRES;
+    if (ringsched::job_ring_request(job_ptr, request, error) &&
+        (asks_for_gpus(job_desc->tres_per_node) || job_desc->features)) {
+      info("job_submit/ringsched: uid %u may not change the GPUs or features of ring job %u",
+           submit_uid, job_ptr->job_id);
+      return ESLURM_ACCESS_DENIED;
     }
   } catch (...) {
     error("job_submit/ringsched: unexpected error in job_modify; change allowed");

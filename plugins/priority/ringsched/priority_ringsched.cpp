@@ -96,11 +96,13 @@ time_t resize_requested_at(const std::string& admin_comment) {
   return v > 0 && v < (1LL << 40) ? static_cast<time_t>(v) : 0;
 }
 
-// A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`.
+// A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`,
+// the type as a node feature (retypable) or in a typed gres request (fixed; see slurm_glue.h).
 struct PendingShape {
   std::string type;
   int per_node = 0;
   int nodes = 0;
+  bool by_feature = false;
   int gpus() const { return per_node * nodes; }
   bool operator==(const PendingShape& o) const {
     return type == o.type && per_node == o.per_node && nodes == o.nodes;
@@ -115,6 +117,7 @@ PendingShape pending_shape(const ringsched::GpuShape& g) {
   p.type = g.type;
   p.nodes = std::max(1, g.nodes);
   p.per_node = g.gpus / p.nodes;
+  p.by_feature = g.type_by_feature;
   return p;
 }
 
@@ -199,8 +202,16 @@ int update_gres(uint32_t id, const PendingShape& shape) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
   desc.job_id = id;
-  const std::string tres = ringsched::gpu_tres_per_node(shape.type, shape.per_node);
+  const std::string tres = ringsched::gpu_request(shape.type, shape.per_node, shape.by_feature).tres_per_node;
   desc.tres_per_node = const_cast<char*>(tres.c_str());
+  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+}
+
+int update_features(uint32_t id, const std::string& type) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  desc.job_id = id;
+  desc.features = const_cast<char*>(type.c_str());
   return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
 }
 
@@ -232,51 +243,60 @@ void job_error(uint32_t id, const std::string& what) {
 }
 
 std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to) {
-  // The type stays (typed/untyped cannot be switched, DESIGN 4; nor can one type become another
-  // in a pending job): the caller never asks otherwise.
-  if (from.type != to.type) return "the GPU type of a pending job cannot be changed";
-  // Order: the one whose intermediate shape asks for fewer GPUs, so that a job the scheduler
-  // starts between the two updates holds no more than either shape.
-  const bool nodes_first = to.nodes * from.per_node <= from.nodes * to.per_node;
+  // A typed gres request keeps its type (DESIGN 4); only a type given as a feature can change.
+  if (from.type != to.type && !from.by_feature)
+    return "the GPU type of a pending job with a typed gres request cannot be changed";
+  // One field per update (a failed multi-field update is not atomic, DESIGN 4). Fewer GPUs
+  // first and more GPUs last, so that a job the scheduler starts between two updates holds no
+  // more than the larger of the two shapes.
+  enum class Field { Nodes, PerNode, Type };
   struct Step {
-    bool nodes;
-    bool needed;
+    Field field;
+    int order;  // 0: lowers the GPU count, 1: type, 2: raises it
   };
-  const Step steps[2] = {{nodes_first, nodes_first ? to.nodes != from.nodes : to.per_node != from.per_node || to.type != from.type},
-                         {!nodes_first, nodes_first ? to.per_node != from.per_node || to.type != from.type : to.nodes != from.nodes}};
-  auto apply_step = [&](bool nodes, const PendingShape& target) {
-    return nodes ? update_num_nodes(id, target.nodes) : update_gres(id, target);
+  std::vector<Step> steps;
+  if (to.nodes != from.nodes) steps.push_back({Field::Nodes, to.nodes < from.nodes ? 0 : 2});
+  if (to.per_node != from.per_node) steps.push_back({Field::PerNode, to.per_node < from.per_node ? 0 : 2});
+  if (to.type != from.type) steps.push_back({Field::Type, 1});
+  std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.order < b.order; });
+  auto apply_step = [&](Field field, const PendingShape& target) {
+    PendingShape typed = target;
+    typed.by_feature = from.by_feature;
+    switch (field) {
+      case Field::Nodes: return update_num_nodes(id, target.nodes);
+      case Field::PerNode: return update_gres(id, typed);
+      case Field::Type: return update_features(id, target.type);
+    }
+    return static_cast<int>(SLURM_ERROR);
+  };
+  auto describe = [&](Field field, const PendingShape& target) -> std::string {
+    switch (field) {
+      case Field::Nodes: return "NumNodes=" + std::to_string(target.nodes) + "-" + std::to_string(target.nodes);
+      case Field::PerNode: return "TresPerNode=gres:gpu:" + std::to_string(target.per_node);
+      case Field::Type: return "Features=" + target.type;
+    }
+    return "?";
   };
   std::string failure;
-  int done = 0;
-  for (const Step& step : steps) {
-    if (!step.needed) {
-      ++done;
-      continue;
-    }
-    const int rc = apply_step(step.nodes, to);
+  size_t done = 0;
+  for (; done < steps.size(); ++done) {
+    const int rc = apply_step(steps[done].field, to);
     if (rc != SLURM_SUCCESS) {
-      failure = std::string(step.nodes ? "NumNodes=" + std::to_string(to.nodes) + "-" + std::to_string(to.nodes)
-                                       : "TresPerNode=" + ringsched::gpu_tres_per_node(to.type, to.per_node)) +
-                " failed: " + slurm_strerror(rc);
+      failure = describe(steps[done].field, to) + " failed: " + slurm_strerror(rc);
       break;
     }
-    ++done;
   }
   if (failure.empty()) {
     PendingShape now;
     if (!read_pending_shape(id, now)) return "";  // started or ended meanwhile: nothing to check
     if (now == to) return "";
     failure = "read back " + now.str() + " instead of " + to.str();
-    done = 2;
   }
   // Put the previous shape back, field by field, in reverse order.
-  for (int i = done - 1; i >= 0; --i) {
-    if (!steps[i].needed) continue;
-    const int rc = apply_step(steps[i].nodes, from);
+  for (size_t i = done; i-- > 0;) {
+    const int rc = apply_step(steps[i].field, from);
     if (rc != SLURM_SUCCESS)
-      failure += std::string("; restoring ") + (steps[i].nodes ? "NumNodes" : "TresPerNode") +
-                 " failed: " + slurm_strerror(rc);
+      failure += "; restoring " + describe(steps[i].field, from) + " failed: " + slurm_strerror(rc);
   }
   return failure;
 }
@@ -460,7 +480,9 @@ void PlanningThread::round() {
       // We reshaped it and Slurm now finds it never runnable: give it a shape that exists (the
       // plan's, else the last one we applied). Any successful update makes Slurm re-evaluate
       // the job and give it a priority again.
-      PendingShape repair = target.nodes > 0 && target.type == current.type ? target : memory->shape;
+      PendingShape repair = target.nodes > 0 && (target.type == current.type || current.by_feature)
+                                ? target
+                                : memory->shape;
       std::string failure;
       if (repair == current) {
         const int rc = update_num_nodes(r.id, current.nodes);
@@ -495,11 +517,11 @@ void PlanningThread::round() {
       ++stats.kept_interval;
       continue;
     }
-    if (target.type != current.type) {
+    if (target.type != current.type && !current.by_feature) {
       // Slurm 22.05 cannot change the type of a pending typed GPU request: the update keeps the
       // old type's gres entry next to the new one, so the job asks for both and is never
-      // runnable (BadConstraints, priority 0; checked on the test cluster). A pending job keeps
-      // the type job_submit gave it; only its count and node count follow the plan.
+      // runnable (BadConstraints, priority 0; checked on the test cluster). Such a job keeps its
+      // type; only its count and node count follow the plan.
       ++stats.kept_type;
       continue;
     }
@@ -521,8 +543,8 @@ void PlanningThread::round() {
     if (!r.running) continue;
     const auto [type, gpus] = engine->single_type(jp, r.request.types, r.request.model, snap.cluster);
     if (type.empty()) continue;
-    // The requeued job keeps its GPU type (see above: Slurm cannot retype a pending job).
-    if (type != r.shape.type) continue;
+    // A job with a typed gres request keeps its type when requeued (see above).
+    if (type != r.shape.type && !r.shape.type_by_feature) continue;
     if (jp.resize && conf.resize_running && r.request.is_elastic()) {
       // ringrun(1) reads "ringsched:resize=N" from AdminComment when SIGUSR2 nudges it.
       const std::string request = "ringsched:resize=" + std::to_string(gpus) + ",type=" + type;
