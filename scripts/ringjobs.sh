@@ -102,14 +102,16 @@ monitor() {
     sleep 2
     local t=$((SECONDS - start))
     local lines
-    lines=$(squeue -h -o '%i|%j|%T|%b|%D|%N' 2>/dev/null || true)
-    local id name state tres nodes nodelist
-    while IFS='|' read -r id name state tres nodes nodelist; do
+    lines=$(squeue -h -o '%i|%j|%T|%b|%D|%N|%f' 2>/dev/null || true)
+    local id name state tres nodes nodelist features
+    while IFS='|' read -r id name state tres nodes nodelist features; do
       [ -n "$name" ] || continue
       grep -q "^$name $id " "$out/submitted" 2>/dev/null || continue  # not one of this run's jobs
       local gpus type desc
       gpus=$(sed -n 's/.*gpu:\([A-Za-z0-9_-]*:\)\{0,1\}\([0-9]*\).*/\2/p' <<<"$tres")
       type=$(sed -n 's/.*gpu:\([A-Za-z][A-Za-z0-9_-]*\):[0-9].*/\1/p' <<<"$tres")
+      # ringsched's jobs carry their type as a feature constraint (ringsched(8)).
+      [ -n "$type" ] || [[ ! $features =~ ^[A-Za-z0-9_.-]+$ ]] || type=$features
       gpus=$(( ${gpus:-0} * ${nodes:-1} ))
       desc="$state $gpus x ${type:-any}"
       [ "$state" = RUNNING ] && desc="$desc on $nodelist"
@@ -119,8 +121,9 @@ monitor() {
         if [ "$state" = RUNNING ]; then
           case $prev in
             RUNNING*) what="resized" ;;
-            *) what="placed" ;;
+            *) if [ -n "${last[ran:$name]:-}" ]; then what="resumed"; else what="placed"; fi ;;
           esac
+          last[ran:$name]=1
         elif [ "$state" = PENDING ] && [[ $prev == RUNNING* ]]; then
           what="requeued to resize"
         fi

@@ -57,19 +57,21 @@ trap teardown EXIT
 scripts/testcluster.sh up --plugins --builddir="$top/build"
 eval "$(scripts/testcluster.sh env)"
 
+# Three elastic jobs start while the cluster is idle; five fixed ones arrive within 30 s and the
+# elastic ones shrink to make room, then grow back as the fixed ones finish.
 log "4/5 workload: 8 ring jobs (job_id,submit_s,model,gpus,iterations,min,max,elastic,user,spb)"
 run=$top/.run/demo
 mkdir -p "$run"
 cat > "$run/trace.csv" <<TRACE
 job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb
-1,0,resnet50-b64,4,600,1,8,1,alice,0
-2,2,transformer-b128,2,500,1,8,1,bob,0
-3,4,resnet18-b128,2,2500,2,2,0,carol,0
-4,8,lm-b80,2,4000,1,4,1,dave,0
-5,12,cyclegan,1,250,1,1,0,erin,0
-6,20,resnet50-b64,4,500,2,8,1,frank,1
-7,30,transformer-b64,4,900,4,4,0,grace,0
-8,40,a3c,1,500,1,1,0,heidi,0
+1,0,transformer-b128,8,2000,1,8,1,alice,0
+2,5,resnet50-b64,4,800,1,8,1,bob,0
+3,10,resnet18-b128,4,2000,4,4,0,carol,0
+4,15,lm-b80,4,2000,4,4,0,dave,0
+5,20,cyclegan,4,150,4,4,0,erin,0
+6,25,transformer-b64,4,400,4,4,0,frank,0
+7,30,a3c,2,400,2,2,0,grace,0
+8,35,resnet50-b64,4,500,1,8,1,heidi,1
 TRACE
 cat "$run/trace.csv"
 log "live view: [seconds] job state size (placed / requeued to resize / grown / shrunk)"
