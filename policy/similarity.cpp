@@ -1,6 +1,7 @@
 #include "ringsched/similarity.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -110,9 +111,10 @@ std::map<std::string, GpuTypeInfo> load_gpu_types(const std::string& path) {
 
 const std::vector<std::string>& feature_names() {
   static const std::vector<std::string> names = {
-      "log_params",     "log_gflops_per_sample", "log_batch",      "log_gflops_per_iter",
-      "log_act_mb_per_iter", "conv_frac",      "dense_frac",     "recurrent_frac",
-      "attention_frac", "norm_frac"};
+      "log_params",          "log_gflops_per_sample", "log_batch",
+      "log_gflops_per_iter", "log_act_mb_per_iter",   "conv_frac",
+      "dense_frac",          "recurrent_frac",        "attention_frac",
+      "norm_frac",           "log_gflops_per_layer",  "log_macs_per_byte"};
   return names;
 }
 
@@ -120,6 +122,17 @@ std::vector<double> raw_feature_vector(const ModelFeatures& f) {
   // Sizes span orders of magnitude, so they enter as logs; the mix of layer kinds enters as
   // fractions of the weighted layers, so a deep and a shallow network of one kind stay close.
   double weighted = f.conv_layers + f.dense_layers + f.recurrent_layers + f.attention_layers;
+  // Two derived features for why a newer GPU gains less than its peak FLOPS (data/
+  // model_features.md, "Derived features"):
+  //  - work per layer and iteration (every layer, norms included, is at least one kernel per
+  //    pass): small kernels leave most SMs of a big GPU idle and let the per-kernel and
+  //    per-iteration overhead dominate;
+  //  - arithmetic intensity, multiply-accumulates per byte of memory traffic per iteration,
+  //    counting 16 bytes per parameter (FP32 weights read in the forward and backward pass,
+  //    gradient written, optimizer update) and activations written forward and read backward:
+  //    a memory-bound model gains the memory-bandwidth ratio, not the FLOPS ratio.
+  double layers = weighted + f.norm_layers;
+  double bytes = 16.0 * f.params_m * 1e6 + 2.0 * f.act_mb_per_sample * 1e6 * f.batch_size;
   return {std::log(f.params_m),
           std::log(f.gflops_per_sample),
           std::log(f.batch_size),
@@ -129,12 +142,37 @@ std::vector<double> raw_feature_vector(const ModelFeatures& f) {
           f.dense_layers / weighted,
           f.recurrent_layers / weighted,
           f.attention_layers / weighted,
-          f.norm_layers / weighted};
+          f.norm_layers / weighted,
+          std::log(f.gflops_per_iteration() / layers),
+          std::log(f.gflops_per_iteration() * 1e9 / bytes)};
+}
+
+std::string architecture_of(const std::string& model) {
+  size_t pos = model.rfind("-b");
+  if (pos == std::string::npos || pos + 2 >= model.size()) return model;
+  for (size_t i = pos + 2; i < model.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(model[i]))) return model;
+  return model.substr(0, pos);
 }
 
 void SimilarityConfig::validate() const {
   if (k < 1 || k > 1000) throw InputError("similarity: k must be in 1..1000");
   if (reference_type.empty()) throw InputError("similarity: empty reference type");
+  if (!feature_weights.empty()) {
+    if (feature_weights.size() != feature_names().size())
+      throw InputError("similarity: " + std::to_string(feature_weights.size()) +
+                       " feature weights given, " + std::to_string(feature_names().size()) +
+                       " features");
+    double sum = 0;
+    for (double w : feature_weights) {
+      if (!(w >= 0) || !std::isfinite(w) || w > 1e6)
+        throw InputError("similarity: feature weights must be in 0..1e6");
+      sum += w;
+    }
+    if (!(sum > 0)) throw InputError("similarity: all feature weights are 0");
+  }
+  if (!(fallback_scale >= 0) || !std::isfinite(fallback_scale) || fallback_scale > 1e6)
+    throw InputError("similarity: fallback_scale must be in 0..1e6");
 }
 
 std::vector<std::string> SpeedPrediction::ranking() const {
@@ -172,30 +210,74 @@ std::map<std::string, double> measured_ratios(const ProfileTable& table, const s
   return out;
 }
 
+KnownRatios known_ratios(const ProfileTable& table, const std::string& reference_type,
+                         const std::vector<std::string>& types) {
+  KnownRatios out;
+  for (const std::string& m : table.models()) {
+    std::map<std::string, double> r = measured_ratios(table, m, reference_type, types);
+    if (!r.empty()) out[m] = std::move(r);
+  }
+  return out;
+}
+
+namespace {
+
+// The reference type, added to the types if missing; sorted, unique, normalized.
+std::vector<std::string> type_list(std::vector<std::string> types, const std::string& ref) {
+  for (std::string& t : types) t = normalize_type(t);
+  types.push_back(ref);
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  return types;
+}
+
+}  // namespace
+
 SimilarityModel::SimilarityModel(FeatureTable features, const ProfileTable& profiles,
                                  SimilarityConfig config)
     : features_(std::move(features)), config_(std::move(config)) {
   config_.validate();
   config_.reference_type = normalize_type(config_.reference_type);
-  if (config_.types.empty()) {
-    types_ = profiles.types();
-  } else {
-    for (const std::string& t : config_.types) types_.push_back(normalize_type(t));
-  }
-  if (std::find(types_.begin(), types_.end(), config_.reference_type) == types_.end())
-    types_.push_back(config_.reference_type);
-  std::sort(types_.begin(), types_.end());
-  types_.erase(std::unique(types_.begin(), types_.end()), types_.end());
-
-  std::vector<std::vector<double>> raw;
+  types_ = type_list(config_.types.empty() ? profiles.types() : config_.types,
+                     config_.reference_type);
+  KnownRatios ratios;
   for (const std::string& m : profiles.models()) {
-    const ModelFeatures* f = features_.find(m);
-    if (!f) continue;
+    if (!features_.find(m)) continue;
     std::map<std::string, double> r = measured_ratios(profiles, m, config_.reference_type, types_);
-    if (r.empty()) continue;
+    if (!r.empty()) ratios[m] = std::move(r);
+  }
+  build(ratios);
+}
+
+SimilarityModel::SimilarityModel(FeatureTable features, const KnownRatios& ratios,
+                                 SimilarityConfig config)
+    : features_(std::move(features)), config_(std::move(config)) {
+  config_.validate();
+  config_.reference_type = normalize_type(config_.reference_type);
+  std::vector<std::string> types = config_.types;
+  if (types.empty())
+    for (const auto& [m, r] : ratios)
+      for (const auto& [t, v] : r) types.push_back(t);
+  types_ = type_list(types, config_.reference_type);
+  KnownRatios usable;
+  for (const auto& [m, r] : ratios) {
+    if (!features_.find(m) || !r.count(config_.reference_type)) continue;
+    std::map<std::string, double> kept;
+    for (const std::string& t : types_) {
+      auto it = r.find(t);
+      if (it != r.end() && it->second > 0 && std::isfinite(it->second)) kept[t] = it->second;
+    }
+    if (kept.count(config_.reference_type)) usable[m] = std::move(kept);
+  }
+  build(usable);
+}
+
+void SimilarityModel::build(const KnownRatios& ratios) {
+  std::vector<std::vector<double>> raw;
+  for (const auto& [m, r] : ratios) {
     known_.push_back(m);
-    known_ratios_.push_back(std::move(r));
-    raw.push_back(raw_feature_vector(*f));
+    known_ratios_.push_back(r);
+    raw.push_back(raw_feature_vector(*features_.find(m)));
   }
   if (known_.empty())
     throw InputError("similarity: no model has both features and a one-GPU measurement on " +
@@ -212,13 +294,49 @@ SimilarityModel::SimilarityModel(FeatureTable features, const ProfileTable& prof
       scale_[i] += d * d / raw.size();
     }
   for (double& s : scale_) s = std::sqrt(s);
+  weight_roots_.assign(dims, 1.0);
+  for (size_t i = 0; i < config_.feature_weights.size(); ++i)
+    weight_roots_[i] = std::sqrt(config_.feature_weights[i]);
   for (const std::string& m : known_) known_vectors_.push_back(normalised(*features_.find(m)));
+
+  std::map<std::string, int> counts;
+  for (const auto& r : known_ratios_)
+    for (const auto& [t, v] : r) {
+      mean_ratios_[t] += v;
+      ++counts[t];
+    }
+  for (auto& [t, v] : mean_ratios_) v /= counts[t];
+
+  // The fallback's unit: how far a model typically is from the nearest one of another
+  // architecture, i.e. how far a really new model is from what is known.
+  std::set<std::string> archs;
+  for (const std::string& m : known_) archs.insert(architecture_of(m));
+  std::vector<double> nearest;
+  for (size_t i = 0; i < known_.size(); ++i) {
+    double best = -1;
+    for (size_t j = 0; j < known_.size(); ++j) {
+      if (j == i) continue;
+      if (archs.size() > 1 && architecture_of(known_[j]) == architecture_of(known_[i])) continue;
+      double d2 = 0;
+      for (size_t c = 0; c < dims; ++c) {
+        double d = known_vectors_[i][c] - known_vectors_[j][c];
+        d2 += d * d;
+      }
+      if (best < 0 || d2 < best) best = d2;
+    }
+    if (best >= 0) nearest.push_back(std::sqrt(best));
+  }
+  if (!nearest.empty()) {
+    std::sort(nearest.begin(), nearest.end());
+    size_t n = nearest.size();
+    typical_distance_ = n % 2 ? nearest[n / 2] : 0.5 * (nearest[n / 2 - 1] + nearest[n / 2]);
+  }
 }
 
 std::vector<double> SimilarityModel::normalised(const ModelFeatures& f) const {
   std::vector<double> v = raw_feature_vector(f);
   for (size_t i = 0; i < v.size(); ++i)
-    v[i] = scale_[i] > 1e-12 ? (v[i] - mean_[i]) / scale_[i] : 0.0;
+    v[i] = scale_[i] > 1e-12 ? weight_roots_[i] * (v[i] - mean_[i]) / scale_[i] : 0.0;
   return v;
 }
 
@@ -264,6 +382,16 @@ SpeedPrediction SimilarityModel::predict(const ModelFeatures& f) const {
   for (size_t i = 0; i < k; ++i)
     out.neighbours.push_back({known_[nearest[i].second], nearest[i].first, w[i]});
 
+  // How much the neighbours are trusted: their inverse-distance weighted mean distance (the
+  // harmonic mean of the k distances) against the fallback distance s.
+  double s = config_.fallback_scale * typical_distance_;
+  if (s > 0 && nearest.front().first >= kSameDistance) {
+    double inverse = 0;
+    for (const auto& p : nearest) inverse += 1.0 / p.first;
+    double d = nearest.size() / inverse;
+    out.neighbour_share = s * s / (s * s + d * d);
+  }
+
   // Per type: the k nearest known models that measured it (a type only some models ran on
   // still gets k votes). Geometric mean, because ratios multiply.
   for (const std::string& t : types_) {
@@ -277,7 +405,9 @@ SpeedPrediction SimilarityModel::predict(const ModelFeatures& f) const {
     double log_sum = 0;
     for (size_t i = 0; i < nb.size(); ++i)
       log_sum += wt[i] * std::log(known_ratios_[nb[i].second].at(t));
-    out.ratios[t] = std::exp(log_sum);
+    double mean = mean_ratios_.at(t);  // exists: some known model measured t
+    out.ratios[t] =
+        std::exp(out.neighbour_share * log_sum + (1.0 - out.neighbour_share) * std::log(mean));
   }
   out.ratios[config_.reference_type] = 1.0;
   return out;
