@@ -232,8 +232,13 @@ int cmd_run(int argc, char** argv) {
       for (const std::string& m : known.models()) everywhere = everywhere && known.has(m, t);
       if (everywhere) { sc.reference_type = t; break; }
     }
-    po.similarity = std::make_shared<ringsched::SimilarityModel>(
-        ringsched::FeatureTable::load_csv(a.opt["--features"]), known, sc);
+    // As the plugins do by default (SimilarityK=auto): k, weights and fallback fitted by
+    // leaving whole architectures of the known models out.
+    ringsched::FeatureTable features = ringsched::FeatureTable::load_csv(a.opt["--features"]);
+    sc = ringsched::fit_similarity(features, ringsched::known_ratios(known, sc.reference_type, sc.types), sc,
+                                   ringsched::architecture_of)
+             .config;
+    po.similarity = std::make_shared<ringsched::SimilarityModel>(std::move(features), known, sc);
   }
   Engine engine(cluster, trace, truth, cfg);
   std::vector<std::unique_ptr<SchedulingPolicy>> policies;

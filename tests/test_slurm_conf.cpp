@@ -177,6 +177,10 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(5, r.min_replan_gap_s);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
+    // Similarity neighbours: auto (0) by default, a number, or auto spelled out.
+    CPPUNIT_ASSERT_EQUAL(0, c.similarity_k);
+    CPPUNIT_ASSERT_EQUAL(5, RingschedConf::parse("ProfileFiles=p.csv\nSimilarityK=5\n", "x").similarity_k);
+    CPPUNIT_ASSERT_EQUAL(0, RingschedConf::parse("ProfileFiles=p.csv\nSimilarityK=Auto\n", "x").similarity_k);
   }
 
   void testConfErrorsNameFileAndLine() {
@@ -194,6 +198,8 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(conf_error(base + "ReshapeInterval=-5\n").find("ReshapeInterval") != std::string::npos);
     CPPUNIT_ASSERT(conf_error(base + "ResizeHold=1e9\n").find("ResizeHold") != std::string::npos);
     CPPUNIT_ASSERT(conf_error(base + "PowerOfTwo=perhaps\n").find("yes or no") != std::string::npos);
+    CPPUNIT_ASSERT(conf_error(base + "SimilarityK=0\n").find("ringsched.conf:2: SimilarityK='0'") == 0);
+    CPPUNIT_ASSERT(conf_error(base + "SimilarityK=some\n").find("SimilarityK") != std::string::npos);
     CPPUNIT_ASSERT(conf_error("Policy=static\n").find("ProfileFiles is required") != std::string::npos);
   }
 

@@ -146,7 +146,7 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
     } else if (k == "referencetype") {
       c.reference_type = normalize_type(v.text());
     } else if (k == "similarityk") {
-      c.similarity_k = v.integer(1, 100);
+      c.similarity_k = lower(v.text()) == "auto" ? 0 : static_cast<int>(v.integer(1, 100));
     } else if (k == "planfile") {
       c.plan_file = resolve(path, v.text());
     } else if (k == "maxgpusperjob") {
@@ -169,11 +169,15 @@ Engine::Engine(RingschedConf conf) : conf_(std::move(conf)) {
   if (table.points().empty())
     throw InputError(conf_.path, 0, "ProfileFiles hold no profile point");
   if (conf_.planner.use_similarity && !conf_.feature_file.empty()) {
+    FeatureTable features = FeatureTable::load_csv(conf_.feature_file);
     SimilarityConfig sc;
-    sc.k = conf_.similarity_k;
+    sc.k = conf_.similarity_k > 0 ? conf_.similarity_k : 3;
     sc.reference_type = conf_.reference_type;
-    similarity_ = std::make_unique<SimilarityModel>(FeatureTable::load_csv(conf_.feature_file),
-                                                    table, sc);
+    // auto: k, feature weights and the fallback chosen by leaving whole architectures of the
+    // profiled models out (the way eval_similarity scores it), once per configuration load.
+    if (conf_.similarity_k == 0)
+      sc = fit_similarity(features, known_ratios(table, sc.reference_type), sc, architecture_of).config;
+    similarity_ = std::make_unique<SimilarityModel>(std::move(features), table, sc);
   }
   model_ = ThroughputModel(std::move(table));
 }

@@ -26,7 +26,7 @@ struct RingschedConf {
   std::vector<std::string> profile_files;  // ProfileFiles (comma separated; relative to the file)
   std::string feature_file;            // FeatureFile (optional; enables similarity)
   std::string reference_type = "k80";  // ReferenceType (similarity's reference)
-  int similarity_k = 3;                // SimilarityK
+  int similarity_k = 0;                // SimilarityK; 0: auto (fit_similarity on the profiles)
   std::string plan_file;               // PlanFile ("" : the plugin picks a default)
   int max_gpus_per_job = 64;           // MaxGpusPerJob
   double default_runtime_s = 3600;     // DefaultRuntime: for jobs without --ring-iters nor limit
