@@ -113,120 +113,6 @@ double iteration_time_with_locality(double t_iter, double t_compute, int nodes_u
   return t_iter + comm * (link_ratio - 1.0) * (1.0 + kExtraNodeShare * extra);
 }
 
-// The cluster as the market sees it: nodes with usable GPUs, grouped by type.
-struct Topology {
-  struct TNode {
-    std::string name;
-    int type = 0;
-    int cap = 0;
-    double intra = 0, inter = 0;
-  };
-  std::vector<TNode> nodes;
-  std::vector<std::vector<int>> nodes_of_type;
-  std::vector<int> cap_of_type;
-  std::vector<double> min_intra, min_inter;               // per type
-  std::vector<int> job_class;                             // job -> index of its allowed-type set
-  std::vector<std::vector<int>> caps_desc;                // per class: allowed nodes' caps, largest first
-  std::vector<std::vector<std::pair<int, int>>> current;  // per job: (node, GPUs) it holds now
-  std::vector<int> current_total;
-  std::vector<std::vector<int>> current_types;
-
-  Topology(const PlacementProblem& p, const PlacementSpeeds& speeds) {
-    int T = speeds.num_types();
-    nodes_of_type.assign(T, {});
-    cap_of_type.assign(T, 0);
-    min_intra.assign(T, std::numeric_limits<double>::infinity());
-    min_inter.assign(T, std::numeric_limits<double>::infinity());
-    std::map<std::string, int> index;
-    for (const Node& n : p.cluster.nodes) {
-      if (n.usable() <= 0) continue;
-      int t = static_cast<int>(std::lower_bound(speeds.types().begin(), speeds.types().end(),
-                                                n.gpu_type) - speeds.types().begin());
-      index[n.name] = static_cast<int>(nodes.size());
-      nodes_of_type[t].push_back(static_cast<int>(nodes.size()));
-      cap_of_type[t] += n.usable();
-      min_intra[t] = std::min(min_intra[t], n.intra_gbps);
-      min_inter[t] = std::min(min_inter[t], n.inter_gbps);
-      nodes.push_back(TNode{n.name, t, n.usable(), n.intra_gbps, n.inter_gbps});
-    }
-    int J = static_cast<int>(p.jobs.size());
-    job_class.assign(J, 0);
-    current.assign(J, {});
-    current_total.assign(J, 0);
-    current_types.assign(J, std::vector<int>(T, 0));
-    // Jobs with the same allowed types share their node capacities (a few classes, many jobs).
-    std::map<std::vector<bool>, int> classes;
-    for (int j = 0; j < J; ++j) {
-      std::vector<bool> allowed(T);
-      for (int t = 0; t < T; ++t) allowed[t] = speeds.allowed(j, t);
-      auto [it, fresh] = classes.emplace(allowed, static_cast<int>(caps_desc.size()));
-      if (fresh) {
-        caps_desc.emplace_back();
-        for (const TNode& n : nodes)
-          if (allowed[n.type]) caps_desc.back().push_back(n.cap);
-        std::sort(caps_desc.back().rbegin(), caps_desc.back().rend());
-      }
-      job_class[j] = it->second;
-      const PlacementJob& job = p.jobs[j];
-      if (!job.running) continue;
-      bool usable = true;
-      for (const auto& [name, g] : job.current) {
-        if (g <= 0) continue;
-        auto found = index.find(name);
-        if (found == index.end() || nodes[found->second].cap < g ||
-            !speeds.allowed(j, nodes[found->second].type)) {
-          usable = false;  // its GPUs are no longer all available to it: it must move
-          break;
-        }
-        current[j].push_back({found->second, g});
-        current_total[j] += g;
-        current_types[j][nodes[found->second].type] += g;
-      }
-      if (!usable) {
-        current[j].clear();
-        current_total[j] = 0;
-      }
-    }
-  }
-
-  // Fewest nodes that can hold n GPUs for job j.
-  int min_nodes(int j, int n) const {
-    int k = 0, sum = 0;
-    for (int c : caps_desc[job_class[j]]) {
-      if (sum >= n) break;
-      sum += c;
-      ++k;
-    }
-    return std::max(1, k);
-  }
-};
-
-// Speed with locality of job j on an explicit set of (node, GPUs).
-double speed_with_locality(PlacementSpeeds& speeds, const Topology& topo, int j,
-                           const std::vector<std::pair<int, int>>& package) {
-  std::vector<int> counts(speeds.num_types(), 0);
-  std::set<int> used;
-  double min_intra = std::numeric_limits<double>::infinity();
-  double min_inter = min_intra;
-  int total = 0;
-  for (const auto& [n, g] : package) {
-    if (g <= 0) continue;
-    counts[topo.nodes[n].type] += g;
-    used.insert(n);
-    min_intra = std::min(min_intra, topo.nodes[n].intra);
-    min_inter = std::min(min_inter, topo.nodes[n].inter);
-    total += g;
-  }
-  double v = speeds.speed(j, counts);
-  if (v <= 0) return 0;
-  double sum_v1 = 0;
-  for (int t = 0; t < speeds.num_types(); ++t)
-    if (counts[t] > 0) sum_v1 += counts[t] * speeds.single(j, t, 1);
-  double t_iter = iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, static_cast<int>(used.size()),
-                                               topo.min_nodes(j, total), min_intra / min_inter);
-  return 1.0 / t_iter;
-}
-
 // The market and the local improvement on one problem (see the top of this file). Its state --
 // lots per type, per-type counts and finish time per job -- can be saved and restored, so that a
 // category change is evaluated in place and undone when it does not help.
@@ -238,13 +124,10 @@ struct Lot {
 
 class Market {
  public:
-  Market(const PlacementProblem& p, PlacementSpeeds& speeds, const Topology& topo,
+  Market(const PlacementProblem& p, PlacementSpeeds& speeds, const PlacementTopology& topo,
          const std::vector<std::vector<int>>& sizes, long work_budget)
       : p_(p), speeds_(speeds), topo_(topo), sizes_(sizes), T_(speeds.num_types()),
         J_(static_cast<int>(p.jobs.size())), budget_(work_budget) {
-    max_node_.assign(T_, 1);
-    for (int t = 0; t < T_; ++t)
-      for (int n : topo_.nodes_of_type[t]) max_node_[t] = std::max(max_node_[t], topo_.nodes[n].cap);
     types_.assign(J_, {});
     v1_.assign(static_cast<size_t>(J_) * T_, 0.0);
     for (int j = 0; j < J_; ++j)
@@ -508,24 +391,16 @@ class Market {
     return true;
   }
 
-  // Finish time of job j on per-type counts c (n GPUs) with the locality it cannot avoid, plus
-  // the restart cost when a running job's per-type counts change. One unit of work.
-  double finish_time(int j, const std::vector<int>& c, int n) {
+  // Finish time of job j on per-type counts c with the locality it cannot avoid (each type on
+  // its fewest nodes), plus the restart cost when a running job's per-type counts change. One
+  // unit of work.
+  double finish_time(int j, const std::vector<int>& c) {
     ++work_;
-    double v = speeds_.speed(j, c);
-    if (v <= 0) return INFINITY;
-    double sum_v1 = 0, min_intra = INFINITY, min_inter = INFINITY;
     int nodes = 0;
     for (int t = 0; t < T_; ++t)
-      if (c[t] > 0) {
-        sum_v1 += c[t] * v1(j, t);
-        nodes += (c[t] + max_node_[t] - 1) / max_node_[t];
-        min_intra = std::min(min_intra, topo_.min_intra[t]);
-        min_inter = std::min(min_inter, topo_.min_inter[t]);
-      }
-    double it = iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo_.min_nodes(j, n),
-                                             min_intra / min_inter);
-    double f = p_.jobs[j].remaining * it;
+      if (c[t] > 0) nodes += (c[t] + topo_.max_node_of_type[t] - 1) / topo_.max_node_of_type[t];
+    double f = p_.jobs[j].remaining *
+               placement_iteration_time(speeds_, topo_, j, c, nodes, topo_.link_ratio(c));
     if (p_.jobs[j].running && c != topo_.current_types[j]) f += p_.costs.restart_s;
     return f;
   }
@@ -552,7 +427,7 @@ class Market {
     double best_u = kNegInf, second_u = kNegInf, best_finish = 0;
     std::vector<int> best_c;
     auto consider = [&](const std::vector<int>& c) -> double {
-      double finish = finish_time(j, c, n);
+      double finish = finish_time(j, c);
       double price = 0;
       for (int t : types) price += cost_[t][c[t]];
       double u = std::isfinite(finish) ? -finish - price : kNegInf;
@@ -763,7 +638,7 @@ class Market {
       }
       if (kinds > 1 && !p_.jobs[j].allow_mixed) return false;
       state_.assigned[j] = 1;
-      state_.finish[j] = finish_time(j, c, counts[j]);
+      state_.finish[j] = finish_time(j, c);
     }
     return true;
   }
@@ -928,7 +803,7 @@ class Market {
           if (i + 1 == types.size()) {
             if (left <= pool[t]) {
               c[t] = left;
-              out.push_back(Column{c, finish_time(j, c, n)});
+              out.push_back(Column{c, finish_time(j, c)});
               c[t] = 0;
             }
             return;
@@ -947,7 +822,7 @@ class Market {
         if (pool[t] >= n) {
           c.assign(T_, 0);
           c[t] = n;
-          out.push_back(Column{c, finish_time(j, c, n)});
+          out.push_back(Column{c, finish_time(j, c)});
         }
       if (mixes) {  // fastest single-GPU types first
         std::vector<int> order = types;
@@ -958,7 +833,7 @@ class Market {
           c[t] = std::min(left, pool[t]);
           left -= c[t];
         }
-        if (left == 0) out.push_back(Column{c, finish_time(j, c, n)});
+        if (left == 0) out.push_back(Column{c, finish_time(j, c)});
       }
     }
   }
@@ -1154,31 +1029,14 @@ class Market {
     out.objective_s = 0;
     for (int j = 0; j < J_; ++j) {
       if (!state_.assigned[j]) continue;
-      JobPlacement& jp = out.jobs[j];
-      for (const auto& [n, g] : package_[j]) {
-        if (g <= 0) continue;
-        jp.gpus_by_node[topo_.nodes[n].name] += g;
-        jp.gpus_by_type[speeds_.types()[topo_.nodes[n].type]] += g;
-        jp.total += g;
-      }
-      jp.iters_per_s = speed_with_locality(speeds_, topo_, j, package_[j]);
-      jp.finish_s = p_.jobs[j].remaining / jp.iters_per_s;
-      if (p_.jobs[j].running && !same_as_current(j, jp.gpus_by_node))
-        jp.finish_s += p_.costs.restart_s;
-      out.objective_s += jp.finish_s;
+      out.jobs[j] = placement_on_nodes(p_, speeds_, topo_, j, package_[j]);
+      out.objective_s += out.jobs[j].finish_s;
     }
-  }
-
-  bool same_as_current(int j, const std::map<std::string, int>& by_node) const {
-    std::map<std::string, int> cur;
-    for (const auto& [name, g] : p_.jobs[j].current)
-      if (g > 0) cur[name] = g;
-    return cur == by_node;
   }
 
   const PlacementProblem& p_;
   PlacementSpeeds& speeds_;
-  const Topology& topo_;
+  const PlacementTopology& topo_;
   const std::vector<std::vector<int>>& sizes_;
   int T_, J_;
   long budget_;
@@ -1186,7 +1044,6 @@ class Market {
   long limit_ = std::numeric_limits<long>::max();  // end of the current phase's work
   int fallbacks_ = 0;
   bool hall_ = true;
-  std::vector<int> max_node_;
   std::vector<std::vector<int>> types_;  // per job: allowed types
   std::vector<double> v1_;               // J x T single-GPU speeds
   std::vector<unsigned> mask_;           // per job: allowed types as bits
@@ -1238,6 +1095,135 @@ class KnownTypes {
 }  // namespace
 
 // --- support ------------------------------------------------------------------------------------
+
+PlacementTopology::PlacementTopology(const PlacementProblem& p, const PlacementSpeeds& speeds) {
+  int T = speeds.num_types();
+  nodes_of_type.assign(T, {});
+  cap_of_type.assign(T, 0);
+  max_node_of_type.assign(T, 1);
+  min_intra.assign(T, std::numeric_limits<double>::infinity());
+  min_inter.assign(T, std::numeric_limits<double>::infinity());
+  std::map<std::string, int> index;
+  for (const Node& n : p.cluster.nodes) {
+    if (n.usable() <= 0) continue;
+    int t = static_cast<int>(std::lower_bound(speeds.types().begin(), speeds.types().end(),
+                                              n.gpu_type) - speeds.types().begin());
+    index[n.name] = static_cast<int>(nodes.size());
+    nodes_of_type[t].push_back(static_cast<int>(nodes.size()));
+    cap_of_type[t] += n.usable();
+    max_node_of_type[t] = std::max(max_node_of_type[t], n.usable());
+    min_intra[t] = std::min(min_intra[t], n.intra_gbps);
+    min_inter[t] = std::min(min_inter[t], n.inter_gbps);
+    nodes.push_back(TNode{n.name, t, n.usable(), n.intra_gbps, n.inter_gbps});
+  }
+  int J = static_cast<int>(p.jobs.size());
+  job_class_.assign(J, 0);
+  current.assign(J, {});
+  current_total.assign(J, 0);
+  current_types.assign(J, std::vector<int>(T, 0));
+  // Jobs with the same allowed types share their node capacities (a few classes, many jobs).
+  std::map<std::vector<bool>, int> classes;
+  for (int j = 0; j < J; ++j) {
+    std::vector<bool> allowed(T);
+    for (int t = 0; t < T; ++t) allowed[t] = speeds.allowed(j, t);
+    auto [it, fresh] = classes.emplace(allowed, static_cast<int>(caps_desc_.size()));
+    if (fresh) {
+      caps_desc_.emplace_back();
+      for (const TNode& n : nodes)
+        if (allowed[n.type]) caps_desc_.back().push_back(n.cap);
+      std::sort(caps_desc_.back().rbegin(), caps_desc_.back().rend());
+    }
+    job_class_[j] = it->second;
+    const PlacementJob& job = p.jobs[j];
+    if (!job.running) continue;
+    bool usable = true;
+    for (const auto& [name, g] : job.current) {
+      if (g <= 0) continue;
+      auto found = index.find(name);
+      if (found == index.end() || nodes[found->second].cap < g ||
+          !speeds.allowed(j, nodes[found->second].type)) {
+        usable = false;  // its GPUs are no longer all available to it: it must move
+        break;
+      }
+      current[j].push_back({found->second, g});
+      current_total[j] += g;
+      current_types[j][nodes[found->second].type] += g;
+    }
+    if (!usable) {
+      current[j].clear();
+      current_total[j] = 0;
+      current_types[j].assign(T, 0);
+    }
+  }
+}
+
+int PlacementTopology::min_nodes(int j, int n) const {
+  int k = 0, sum = 0;
+  for (int c : caps_desc_[job_class_[j]]) {
+    if (sum >= n) break;
+    sum += c;
+    ++k;
+  }
+  return std::max(1, k);
+}
+
+double PlacementTopology::link_ratio(const std::vector<int>& counts) const {
+  double intra = INFINITY, inter = INFINITY;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) {
+      intra = std::min(intra, min_intra[t]);
+      inter = std::min(inter, min_inter[t]);
+    }
+  return intra / inter;
+}
+
+double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                                const std::vector<int>& counts, int nodes, double link_ratio) {
+  double v = speeds.speed(j, counts);
+  if (v <= 0) return INFINITY;
+  double sum_v1 = 0;
+  int n = 0;
+  for (int t = 0; t < speeds.num_types(); ++t)
+    if (counts[t] > 0) {
+      sum_v1 += counts[t] * speeds.single(j, t, 1);
+      n += counts[t];
+    }
+  return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo.min_nodes(j, n),
+                                      link_ratio);
+}
+
+JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds,
+                                const PlacementTopology& topo, int j,
+                                const std::vector<std::pair<int, int>>& package) {
+  JobPlacement jp;
+  std::vector<int> counts(speeds.num_types(), 0);
+  double min_intra = INFINITY, min_inter = INFINITY;
+  for (const auto& [n, g] : package) {
+    if (g <= 0) continue;
+    const PlacementTopology::TNode& node = topo.nodes[n];
+    jp.gpus_by_node[node.name] += g;
+    jp.gpus_by_type[speeds.types()[node.type]] += g;
+    counts[node.type] += g;
+    jp.total += g;
+    min_intra = std::min(min_intra, node.intra);
+    min_inter = std::min(min_inter, node.inter);
+  }
+  if (jp.total <= 0) return jp;
+  double t_iter = placement_iteration_time(speeds, topo, j, counts,
+                                           static_cast<int>(jp.gpus_by_node.size()),
+                                           min_intra / min_inter);
+  jp.iters_per_s = std::isfinite(t_iter) ? 1.0 / t_iter : 0.0;
+  jp.finish_s = p.jobs[j].remaining * t_iter;
+  const PlacementJob& job = p.jobs[j];
+  if (job.running) {
+    std::map<std::string, int> now;
+    for (const auto& [name, g] : job.current)
+      if (g > 0) now[name] = g;
+    if (now != jp.gpus_by_node) jp.finish_s += p.costs.restart_s;
+  }
+  return jp;
+}
+
 
 void validate_placement_problem(const PlacementProblem& p) {
   if (!p.model) throw InputError("placement: no throughput model");
@@ -1416,7 +1402,7 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   };
   // The pool is shared, but a category must also respect the types each job may use (Hall's
   // condition, checked incrementally). Counts only grow, so a job that cannot grow now never can.
-  Topology topo(p, speeds);
+  PlacementTopology topo(p, speeds);
   Market market(p, speeds, topo, sizes, work_for_phases(J, 0));
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
@@ -1457,7 +1443,7 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
 
 double placement_objective_without_locality(const PlacementProblem& p, const PlacementResult& r) {
   PlacementSpeeds speeds(p);
-  Topology topo(p, speeds);
+  PlacementTopology topo(p, speeds);
   double total = 0;
   for (size_t j = 0; j < r.jobs.size() && j < p.jobs.size(); ++j) {
     const JobPlacement& jp = r.jobs[j];
@@ -1487,7 +1473,7 @@ PlacementResult market_match(const PlacementProblem& problem, const std::vector<
   int J = static_cast<int>(problem.jobs.size());
   std::vector<std::vector<int>> sizes(J);
   for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
-  Topology topo(problem, speeds);
+  PlacementTopology topo(problem, speeds);
   Market market(problem, speeds, topo, sizes, work_for_phases(J, 0));
   PlacementResult r;
   if (!market.run(counts) || !market.finish_result(r))
@@ -1511,7 +1497,7 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   check_counts(problem, counts, "the seed category");
   std::vector<std::vector<int>> sizes(J);
   for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
-  Topology topo(problem, speeds);
+  PlacementTopology topo(problem, speeds);
   Market market(problem, speeds, topo, sizes, work_for_phases(J, samples));
 
   // The seed itself; while it cannot be matched, shrink its largest job one size (else let the

@@ -1,9 +1,10 @@
 // Heterogeneity-aware placement (policy/placement.cpp, placement_mip.cpp) on the real Gavel
 // profiles: the market's matchings are feasible, sampling never loses to its seed, nothing beats
-// the GLPK optimum and the whole scheme comes within 5% of it, the fastest type is used when
-// free, results repeat for a seed, the auction settles on a nearly full category, the work on a
-// 10,000-GPU problem stays within its budget, and invalid problems are refused with errors that
-// say what is wrong.
+// the GLPK optima and the whole scheme comes within 5% of the aggregated one on uniform links,
+// the two MIPs agree where locality is free, the node-level MIP keeps a running job where moving
+// costs more, the fastest type is used when free, results repeat for a seed, the auction settles
+// on a nearly full category, the work on a 10,000-GPU problem stays within its budget, and
+// invalid problems are refused with errors that say what is wrong.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <random>
@@ -138,6 +139,8 @@ class PlacementTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(market_gives_a_feasible_matching);
   CPPUNIT_TEST(sampling_never_worse_than_its_seed);
   CPPUNIT_TEST(never_better_than_the_mip_optimum);
+  CPPUNIT_TEST(node_mip_matches_the_aggregated_mip_on_uniform_links);
+  CPPUNIT_TEST(never_better_than_the_node_mip_with_locality);
   CPPUNIT_TEST(fastest_type_when_it_is_free);
   CPPUNIT_TEST(running_job_keeps_its_gpus_when_moving_costs_more);
   CPPUNIT_TEST(same_seed_same_result);
@@ -193,6 +196,54 @@ class PlacementTest : public CppUnit::TestFixture {
     }
   }
 
+  // Where locality costs nothing, the node-level MIP finds the aggregated optimum: its nodes
+  // hold the per-type counts, and its objective (from its nodes) equals the aggregated one.
+  void node_mip_matches_the_aggregated_mip_on_uniform_links() {
+    std::mt19937 rng(23);
+    for (int i = 0; i < 30; ++i) {
+      PlacementProblem p = random_problem(rng);
+      for (Node& nd : p.cluster.nodes) nd.inter_gbps = nd.intra_gbps;
+      PlacementResult agg = optimal_placement_mip(p, 30);
+      PlacementResult node = optimal_placement_node_mip(p, 30);
+      std::vector<int> all(p.jobs.size());
+      for (size_t j = 0; j < p.jobs.size(); ++j) all[j] = node.jobs[j].total;
+      check_feasible(p, node, all);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE("instance " + std::to_string(i), agg.objective_s,
+                                           node.objective_s, 1e-6 * agg.objective_s);
+    }
+  }
+
+  // Server links (intra 100, inter 12.5 GB/s): the node-level MIP optimises ours' objective,
+  // locality included, so ours never beats it; its result is feasible; the MIP ignoring
+  // locality is never above it (a relaxation), and spanning nodes really costs something.
+  void never_better_than_the_node_mip_with_locality() {
+    std::mt19937 rng(29);
+    int dearer = 0;
+    for (int i = 0; i < 30; ++i) {
+      PlacementProblem p = random_problem(rng);
+      PlacementResult agg;
+      try {
+        agg = optimal_placement_mip(p, 30);
+      } catch (const InputError&) {  // the jobs' allowed types cannot hold them all
+        CPPUNIT_ASSERT_THROW(optimal_placement_node_mip(p, 30), InputError);
+        continue;
+      }
+      PlacementResult node = optimal_placement_node_mip(p, 30);
+      std::vector<int> all(p.jobs.size());
+      for (size_t j = 0; j < p.jobs.size(); ++j) all[j] = node.jobs[j].total;
+      check_feasible(p, node, all);
+      CPPUNIT_ASSERT(agg.objective_s <= node.objective_s * (1 + 1e-9));
+      if (agg.objective_s < node.objective_s * (1 - 1e-6)) ++dearer;
+      PlacementResult ours = place_hetero(p, {}, 32, 1);
+      bool all_run = true;
+      for (const JobPlacement& jp : ours.jobs) all_run = all_run && jp.total > 0;
+      if (!all_run) continue;
+      CPPUNIT_ASSERT_MESSAGE("instance " + std::to_string(i) + " beats the node-level optimum",
+                             ours.objective_s >= node.objective_s * (1 - 1e-6));
+    }
+    CPPUNIT_ASSERT_MESSAGE("locality never mattered", dearer > 0);
+  }
+
   void fastest_type_when_it_is_free() {
     // resnet50-b64 on one GPU: v100 4.4 it/s, p100 2.6, k80 0.6 (Gavel).
     PlacementProblem p;
@@ -221,9 +272,14 @@ class PlacementTest : public CppUnit::TestFixture {
     PlacementResult r = market_match(p, {2});
     CPPUNIT_ASSERT_EQUAL(2, r.jobs[0].gpus_by_node["p0"]);
     CPPUNIT_ASSERT(r.jobs[0].finish_s < 1e6);  // no restart charged
+    PlacementResult stay = optimal_placement_node_mip(p);
+    CPPUNIT_ASSERT_EQUAL(2, stay.jobs[0].gpus_by_node["p0"]);
+    CPPUNIT_ASSERT_EQUAL(1, static_cast<int>(stay.jobs[0].gpus_by_node.size()));
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(r.jobs[0].finish_s, stay.objective_s, 1e-9 * stay.objective_s);
     p.costs.restart_s = 0;                    // free to move: the v100s win
     PlacementResult moved = market_match(p, {2});
     CPPUNIT_ASSERT_EQUAL(2, moved.jobs[0].gpus_by_type["v100"]);
+    CPPUNIT_ASSERT_EQUAL(2, optimal_placement_node_mip(p).jobs[0].gpus_by_type["v100"]);
   }
 
   void same_seed_same_result() {
@@ -272,6 +328,8 @@ class PlacementTest : public CppUnit::TestFixture {
     tight.jobs[3].max_gpus = 8;
     CPPUNIT_ASSERT(contains(error_of([&] { market_match(tight, {1, 1, 1, 8, 1}); }), "does not fit"));
     CPPUNIT_ASSERT(contains(error_of([&] { optimal_placement_mip(p, -1); }), "time limit"));
+    CPPUNIT_ASSERT(contains(error_of([&] { optimal_placement_node_mip(p, 0); }), "time limit"));
+    CPPUNIT_ASSERT(contains(error_of([&] { optimal_placement_node_mip(bad); }), "no nodes"));
   }
 
   // The whole scheme (market, K = 64 samples, local improvement) against the GLPK optimum on

@@ -1,7 +1,7 @@
 // Heterogeneity-aware multi-job placement (DESIGN 3.3; Liu, Wang, Huang, Pan, IEEE TPDS 35(6)
 // 2024): proportional workload split inside a job, categories (worker counts per job), an
 // ascending-price matching market that assigns concrete GPUs to jobs for a category, and
-// sampling of categories. Plus the exact MIP optimum (GLPK) used to measure the gap.
+// sampling of categories. Plus exact MIP optima (GLPK) used to measure the gap.
 #pragma once
 
 #include <map>
@@ -61,8 +61,13 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
 // The market for one category: counts[j] GPUs for job j, matched to concrete GPUs.
 PlacementResult market_match(const PlacementProblem& problem, const std::vector<int>& counts);
 
-// Exact optimum by MIP (GLPK): every job runs; minimise the sum of finish times over the
-// per-type count vectors of each job. For small instances (tens of GPUs, a few types, few jobs).
+// Exact optima by MIP (GLPK) for small instances (tens of GPUs, a few types, few jobs): every job
+// runs; minimise the sum of finish times. Aggregated by GPU type, without locality: over the
+// per-type count vectors of each job (what placement_objective_without_locality() measures).
 PlacementResult optimal_placement_mip(const PlacementProblem& problem, double time_limit_s = 60);
+// Node-level, with locality: GPUs per job and node, the finish time of the per-type counts on the
+// nodes they span (the locality model of place_hetero; objective_s is comparable with its own).
+PlacementResult optimal_placement_node_mip(const PlacementProblem& problem,
+                                           double time_limit_s = 60);
 
 }  // namespace ringsched

@@ -1,7 +1,7 @@
-// Internals of the heterogeneity-aware placement (placement.h) shared by the market, the MIP,
+// Internals of the heterogeneity-aware placement (placement.h) shared by the market, the MIPs,
 // the tests and the evaluation program: problem validation, the memoised speed oracle, the sizes
-// a job may take, the built-in seed category and the objective without locality (what the MIP
-// optimises, so that the market's gap to it is measured on the same terms).
+// a job may take, the cluster's nodes as the placement sees them, the locality model, the
+// built-in seed category and the objective without locality (what the aggregated MIP optimises).
 #pragma once
 
 #include <cstdint>
@@ -73,6 +73,50 @@ class PlacementSpeeds {
   std::vector<std::vector<std::vector<double>>> single_cache_;
   long evaluations_ = 0;
 };
+
+// The cluster as the placement sees it: the nodes with usable GPUs grouped by type (indexed like
+// PlacementSpeeds::types()), their links, and what running jobs hold now.
+struct PlacementTopology {
+  struct TNode {
+    std::string name;
+    int type = 0;
+    int cap = 0;  // usable GPUs
+    double intra = 0, inter = 0;
+  };
+  std::vector<TNode> nodes;
+  std::vector<std::vector<int>> nodes_of_type;
+  std::vector<int> cap_of_type;
+  std::vector<int> max_node_of_type;           // largest node of each type (at least 1)
+  std::vector<double> min_intra, min_inter;    // per type
+  // Per job: the (node, GPUs) it holds now, their total and per-type counts; empty when it is
+  // not running or its GPUs are no longer all available to it (it must move).
+  std::vector<std::vector<std::pair<int, int>>> current;
+  std::vector<int> current_total;
+  std::vector<std::vector<int>> current_types;
+
+  PlacementTopology(const PlacementProblem& problem, const PlacementSpeeds& speeds);
+  // Fewest nodes that can hold n GPUs for job j.
+  int min_nodes(int j, int n) const;
+  // Link ratio (min intra / min inter) of the nodes of the types with counts > 0.
+  double link_ratio(const std::vector<int>& counts) const;
+
+ private:
+  std::vector<int> job_class_;                // job -> index of its allowed-type set
+  std::vector<std::vector<int>> caps_desc_;  // per class: allowed nodes' caps, largest first
+};
+
+// The locality model (see placement.cpp): seconds per iteration of job j on per-type counts
+// spread over `nodes` nodes whose links have the ratio intra / inter `link_ratio`. Infinity if
+// the job cannot run on them.
+double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                                const std::vector<int>& counts, int nodes, double link_ratio);
+
+// Job j on explicit (node index, GPUs) pairs of the topology: GPUs by node and type, speed with
+// locality (the link ratio of the nodes used), and the finish time, plus the restart cost unless
+// a running job keeps exactly the GPUs it holds.
+JobPlacement placement_on_nodes(const PlacementProblem& problem, PlacementSpeeds& speeds,
+                                const PlacementTopology& topo, int j,
+                                const std::vector<std::pair<int, int>>& package);
 
 // A category (GPUs per job, 0 = waits) that a simple doubling pass on the pooled cluster gives:
 // every job at its smallest size while GPUs last, then the job that gains the most time per added
