@@ -23,7 +23,8 @@
 //     GPUs moved from one job to another, a few jobs at once), each checked against Hall's
 //     condition and evaluated incrementally: only the changed jobs give up their packages and
 //     bid again at the current prices, with a bid cap proportional to the jobs changed. The
-//     state is kept when the sum of finish times falls, else restored.
+//     state is kept when the sum of finish times falls, else restored. Sampling stops early
+//     when 32 draws find no change not yet tried around the best (a small neighbourhood).
 //  3. Local improvement on the per-type counts: one job's best size and mix in what is free plus
 //     what it holds; then, on small problems (<= 24 jobs, <= 4096 count vectors), the best joint
 //     choice for every pair of jobs in what is free plus what the two hold (a dominance table
@@ -1306,19 +1307,6 @@ PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
     model_index_.push_back(it->second);
     if (fresh) model_names_.push_back(job.model);
   }
-  // The restricted copy: the problem's models' measured points only.
-  bool predicted = false;
-  for (const std::string& m : model_names_)
-    for (const std::string& t : types_) predicted = predicted || p.model->is_predicted(m, t);
-  if (!predicted && !model_names_.empty()) {
-    ProfileTable table;
-    std::set<std::string> wanted(model_names_.begin(), model_names_.end());
-    for (const ProfilePoint& pt : p.model->table().points())
-      if (wanted.count(pt.model)) table.add(pt);
-    restricted_.push_back(std::make_unique<ThroughputModel>(std::move(table)));
-  }
-  const ThroughputModel* oracle = restricted_.empty() ? p.model : restricted_.front().get();
-  oracle_.assign(model_names_.size(), oracle);
   cache_.resize(model_names_.size());
   packed_cache_.resize(model_names_.size());
   single_cache_.assign(model_names_.size(), std::vector<std::vector<double>>(types_.size()));
@@ -1352,7 +1340,7 @@ double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
   for (size_t t = 0; t < counts.size(); ++t)
     if (counts[t] > 0) by_type[types_[t]] = counts[t];
   ++evaluations_;
-  double v = by_type.empty() ? 0.0 : oracle_[m]->iters_per_s_mixed(model_names_[m], by_type);
+  double v = by_type.empty() ? 0.0 : problem_.model->iters_per_s_mixed(model_names_[m], by_type);
   if (packed) {
     packed_cache_[m].emplace(key, v);
   } else {
@@ -1374,12 +1362,21 @@ double PlacementSpeeds::single(int job, int type, int n) {
   return v;
 }
 
-std::vector<int> placement_seed_counts(const PlacementProblem& p) {
-  PlacementSpeeds speeds(p);
+namespace {
+
+std::vector<std::vector<int>> all_sizes(const PlacementProblem& p, const PlacementSpeeds& speeds) {
+  std::vector<std::vector<int>> sizes(p.jobs.size());
+  for (size_t j = 0; j < sizes.size(); ++j)
+    sizes[j] = placement_sizes(p, speeds, static_cast<int>(j));
+  return sizes;
+}
+
+// placement_seed_counts() on the speeds, topology and sizes place_hetero made already.
+std::vector<int> doubling_seed(const PlacementProblem& p, PlacementSpeeds& speeds,
+                               const PlacementTopology& topo,
+                               const std::vector<std::vector<int>>& sizes) {
   int J = static_cast<int>(p.jobs.size());
   int T = speeds.num_types();
-  std::vector<std::vector<int>> sizes(J);
-  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(p, speeds, j);
   // Pooled speed estimate: the fastest single allowed type with room for n, else the mix that
   // fills the fastest types first.
   auto speed = [&](int j, int n) {
@@ -1402,7 +1399,6 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   };
   // The pool is shared, but a category must also respect the types each job may use (Hall's
   // condition, checked incrementally). Counts only grow, so a job that cannot grow now never can.
-  PlacementTopology topo(p, speeds);
   Market market(p, speeds, topo, sizes, work_for_phases(J, 0));
   std::vector<int> counts(J, 0);
   std::vector<int> level(J, -1);
@@ -1441,6 +1437,14 @@ std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   return counts;
 }
 
+}  // namespace
+
+std::vector<int> placement_seed_counts(const PlacementProblem& p) {
+  PlacementSpeeds speeds(p);
+  PlacementTopology topo(p, speeds);
+  return doubling_seed(p, speeds, topo, all_sizes(p, speeds));
+}
+
 double placement_objective_without_locality(const PlacementProblem& p, const PlacementResult& r) {
   PlacementSpeeds speeds(p);
   PlacementTopology topo(p, speeds);
@@ -1471,8 +1475,7 @@ PlacementResult market_match(const PlacementProblem& problem, const std::vector<
   PlacementSpeeds speeds(problem);
   check_counts(problem, counts, "the category");
   int J = static_cast<int>(problem.jobs.size());
-  std::vector<std::vector<int>> sizes(J);
-  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
+  std::vector<std::vector<int>> sizes = all_sizes(problem, speeds);
   PlacementTopology topo(problem, speeds);
   Market market(problem, speeds, topo, sizes, work_for_phases(J, 0));
   PlacementResult r;
@@ -1492,12 +1495,12 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   if (samples < 1) throw InputError("placement: samples (K) must be at least 1");
   PlacementSpeeds speeds(problem);
   int J = static_cast<int>(problem.jobs.size());
-  std::vector<int> counts = seed_counts.empty() && J > 0 ? placement_seed_counts(problem)
-                                                         : seed_counts;
-  check_counts(problem, counts, "the seed category");
-  std::vector<std::vector<int>> sizes(J);
-  for (int j = 0; j < J; ++j) sizes[j] = placement_sizes(problem, speeds, j);
+  std::vector<std::vector<int>> sizes = all_sizes(problem, speeds);
   PlacementTopology topo(problem, speeds);
+  std::vector<int> counts = seed_counts.empty() && J > 0
+                                ? doubling_seed(problem, speeds, topo, sizes)
+                                : seed_counts;
+  check_counts(problem, counts, "the seed category");
   Market market(problem, speeds, topo, sizes, work_for_phases(J, samples));
 
   // The seed itself; while it cannot be matched, shrink its largest job one size (else let the
@@ -1593,7 +1596,7 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
         found = changed && !visited.count(changes) && market.may_fit_changes(changes);
         if (changed) visited.insert(changes);
       }
-      if (!found) continue;
+      if (!found) break;  // 32 draws found nothing new around the best: the neighbourhood is spent
       ++evaluated;
       if (market.rerun(changes)) {
         double obj = market.objective();

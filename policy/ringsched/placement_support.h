@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,9 +34,7 @@ std::vector<int> placement_sizes(const PlacementProblem& problem, const Placemen
 long placement_work_budget(int jobs, int types, int samples);
 
 // Speeds of jobs on per-type GPU counts, through ThroughputModel::iters_per_s_mixed, memoised per
-// (model, counts). The profile-table scan inside the model dominates its cost, so the oracle asks
-// a copy of the model restricted to the problem's models (the same points, hence the same fits and
-// numbers) unless a (model, type) is predicted by similarity, which only the original knows.
+// (model, counts).
 class PlacementSpeeds {
  public:
   explicit PlacementSpeeds(const PlacementProblem& problem);
@@ -63,8 +60,6 @@ class PlacementSpeeds {
   std::vector<std::vector<bool>> allowed_;
   std::vector<int> model_index_;                  // job -> distinct model
   std::vector<std::string> model_names_;
-  std::vector<const ThroughputModel*> oracle_;     // per distinct model
-  std::vector<std::unique_ptr<ThroughputModel>> restricted_;
   std::vector<std::unordered_map<std::vector<int>, double, CountsHash>> cache_;
   // The same values keyed by the counts packed into 64 bits (when they fit): the hot path.
   std::vector<std::unordered_map<uint64_t, double>> packed_cache_;
