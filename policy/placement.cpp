@@ -1,5 +1,5 @@
 // Heterogeneity-aware multi-job placement (DESIGN 3.3): categories, the ascending-price matching
-// market, the sampling of categories and a local improvement. The exact MIP is in
+// market, the sampling of categories and a local improvement. The exact MIPs are in
 // placement_mip.cpp.
 //
 // Algorithm (place_hetero):
@@ -25,11 +25,14 @@
 //     bid again at the current prices, with a bid cap proportional to the jobs changed. The
 //     state is kept when the sum of finish times falls, else restored. Sampling stops early
 //     when 32 draws find no change not yet tried around the best (a small neighbourhood).
-//  3. Local improvement on the per-type counts: one job's best size and mix in what is free plus
-//     what it holds; then, on small problems (<= 24 jobs, <= 4096 count vectors), the best joint
-//     choice for every pair of jobs in what is free plus what the two hold (a dominance table
-//     over the pooled counts), repeated while it helps; then K/4 kicks (two random jobs get a
-//     random size and mix, improve again, keep it if better: iterated local search, seeded).
+//  3. Local improvement on the per-type counts, repeated while it helps: one job's best size and
+//     mix in what is free plus what it holds; then, on small problems (<= 24 jobs, <= 4096 count
+//     vectors of the cluster), exact group moves: the best joint choice of every pair of jobs in
+//     what is free plus what they hold, then (<= 8 jobs) of every three, then (<= 6 jobs) of
+//     every four. Each job's (size, mix) columns are valued once, sorted by finish time and
+//     tabled: for every count vector of the cluster, its best column within it. A group search
+//     tries the columns of all but the last job fastest first, looks the last one up, and stops
+//     a branch once even the best columns in the whole pool cannot beat the group's best.
 //  4. Packing: each type's GPUs onto nodes, running jobs that keep their types first on the nodes
 //     they hold, then largest demands first, best fit.
 // Every phase counts package valuations and stops at its share of a work budget that is linear
@@ -65,8 +68,10 @@ constexpr double kBidEpsilon = 1e-3;       // first bid increment, relative to t
 constexpr int kEscalateEvery = 4;          // a job's increment doubles every this many of its bids
 constexpr long kExhaustiveVectors = 64;    // enumerate mixes up to this many, else local search
 constexpr long kLocalMixes = 256;          // local improvement enumerates mixes up to this many
-constexpr int kPairJobs = 24;              // pair moves on problems with at most this many jobs
-constexpr long kPairStates = 4096;         // ... and pooled count vectors up to this many
+constexpr int kPairJobs = 24;              // exact pair moves with at most this many jobs,
+constexpr int kTripleJobs = 8;             // triples with at most this many,
+constexpr int kQuadJobs = 6;               // groups of four with at most this many,
+constexpr long kExactStates = 4096;        // and clusters of at most this many count vectors
 // Work budget (package valuations), see placement_work_budget() and work_for_phases().
 constexpr long kWorkPerJob = 96;
 constexpr long kWorkPerSample = 400;
@@ -145,6 +150,15 @@ class Market {
         for (int t : types_[j]) mask_[j] |= 1u << t;
     cost_.assign(T_, {});
     avail_.assign(T_, 0);
+    pool_.assign(T_, 0);
+    states_ = 1;
+    for (int t = 0; t < T_ && states_ <= kExactStates; ++t) {
+      stride_.push_back(states_);
+      states_ *= topo_.cap_of_type[t] + 1;
+    }
+    if (states_ > kExactStates) stride_.clear();
+    tables_.resize(J_);
+    finish_memo_.resize(J_);
   }
 
   long work() const { return work_; }
@@ -277,44 +291,36 @@ class Market {
   const State& state() const { return state_; }
   void restore(const State& s) { state_ = s; }
 
-  // Local improvement (step 3 at the top of this file), within the work budget.
-  // On small problems (those that get pair moves) it then kicks the result `kicks` times -- one
-  // or two random jobs get random sizes and mixes in what they and the free GPUs hold --
-  // improves again, and keeps the outcome when it is better (iterated local search, seeded).
-  void improve(int kicks, std::mt19937& rng) {
-    descend();
-    if (!pairs_allowed()) return;
-    std::vector<int> running;
-    for (int j = 0; j < J_; ++j)
-      if (state_.assigned[j]) running.push_back(j);
-    if (running.size() < 2) return;
-    for (int k = 0; k < kicks && !out_of_work(); ++k) {
-      State before = state_;
-      double before_obj = objective();
-      // Even kicks move one job (the pair moves that follow can then shift two others), odd
-      // kicks two.
-      int a = running[rng() % running.size()], b = running[rng() % running.size()];
-      bool two = k % 2 == 1;
-      if (two && a == b) continue;
-      std::vector<int> pool = state_.free;
-      for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + (two ? hold(b, t) : 0);
-      columns_in(a, pool, columns_a_);
-      if (columns_a_.empty()) continue;
-      Column ca = columns_a_[rng() % columns_a_.size()];
-      Column cb;
-      if (two) {
-        for (int t = 0; t < T_; ++t) pool[t] -= ca.counts[t];
-        columns_in(b, pool, columns_b_);
-        if (columns_b_.empty()) continue;
-        cb = columns_b_[rng() % columns_b_.size()];
-        release(b);
+  // Local improvement (step 3 at the top of this file), within the work budget: one job's best
+  // choice, then (exact moves) the best joint choice of groups of two, three, ... jobs, while it
+  // helps.
+  void improve() {
+    std::vector<int> jobs, group;
+    for (int round = 0; round < 50 && !out_of_work(); ++round) {
+      jobs.clear();
+      for (int j = 0; j < J_; ++j)
+        if (state_.assigned[j]) jobs.push_back(j);
+      bool better = false;
+      for (int j : jobs)
+        if (!out_of_work()) better = improve_one(j) || better;
+      for (size_t size = 2; !better && exact_moves() && size <= jobs.size() &&
+                            size <= max_group(static_cast<int>(jobs.size()));
+           ++size) {
+        // Every subset of `size` jobs, in lexicographic order.
+        std::vector<size_t> at(size);
+        for (size_t i = 0; i < size; ++i) at[i] = i;
+        for (;;) {
+          group.clear();
+          for (size_t i : at) group.push_back(jobs[i]);
+          better = improve_group(group) || better;
+          size_t i = size;
+          while (i > 0 && at[i - 1] == jobs.size() - size + i - 1) --i;
+          if (i == 0) break;
+          ++at[i - 1];
+          for (size_t k = i; k < size; ++k) at[k] = at[k - 1] + 1;
+        }
       }
-      release(a);
-      reassign(a, ca.counts, ca.finish);
-      if (two) reassign(b, cb.counts, cb.finish);
-      descend(a);  // the others adapt to the kicked job first, then everyone
-      descend();
-      if (!clearly_better(objective(), before_obj)) state_ = std::move(before);
+      if (!better) break;
     }
   }
 
@@ -394,15 +400,24 @@ class Market {
 
   // Finish time of job j on per-type counts c with the locality it cannot avoid (each type on
   // its fewest nodes), plus the restart cost when a running job's per-type counts change. One
-  // unit of work.
+  // unit of work. Memoised by count vector on problems with exact moves (the auction asks for
+  // the same vectors again and again).
   double finish_time(int j, const std::vector<int>& c) {
     ++work_;
+    double* memo = nullptr;
+    if (exact_moves()) {
+      std::vector<double>& row = finish_memo_[j];
+      if (row.empty()) row.assign(states_, NAN);
+      memo = &row[index_of(c.data())];
+      if (!std::isnan(*memo)) return *memo;
+    }
     int nodes = 0;
     for (int t = 0; t < T_; ++t)
       if (c[t] > 0) nodes += (c[t] + topo_.max_node_of_type[t] - 1) / topo_.max_node_of_type[t];
     double f = p_.jobs[j].remaining *
                placement_iteration_time(speeds_, topo_, j, c, nodes, topo_.link_ratio(c));
     if (p_.jobs[j].running && c != topo_.current_types[j]) f += p_.costs.restart_s;
+    if (memo) *memo = f;
     return f;
   }
 
@@ -495,7 +510,7 @@ class Market {
       if (bound > best_u + 1e-12 * std::fabs(best_u) || best_c.empty()) {
         if (compositions(n, static_cast<int>(types.size()), kExhaustiveVectors) <= kExhaustiveVectors) {
           c.assign(T_, 0);
-          enumerate(types, 0, n, c, [&](const std::vector<int>& m) {
+          enumerate(types, 0, n, avail_, c, [&](const std::vector<int>& m) {
             int kinds = 0;
             for (int t : types) kinds += m[t] > 0 ? 1 : 0;
             if (kinds > 1 && m != now) consider(m);  // singles and the current mix done above
@@ -513,20 +528,22 @@ class Market {
     return true;
   }
 
+  // Every split of `left` GPUs over types[i..] within `room` per type.
   template <typename F>
-  void enumerate(const std::vector<int>& types, size_t i, int left, std::vector<int>& c, F&& visit) {
+  void enumerate(const std::vector<int>& types, size_t i, int left, const std::vector<int>& room,
+                 std::vector<int>& c, F&& visit) {
     int t = types[i];
     if (i + 1 == types.size()) {
-      if (left <= avail_[t]) {
+      if (left <= room[t]) {
         c[t] = left;
         visit(c);
         c[t] = 0;
       }
       return;
     }
-    for (int x = 0; x <= std::min(left, avail_[t]); ++x) {
+    for (int x = 0; x <= std::min(left, room[t]); ++x) {
       c[t] = x;
-      enumerate(types, i + 1, left - x, c, visit);
+      enumerate(types, i + 1, left - x, room, c, visit);
     }
     c[t] = 0;
   }
@@ -768,84 +785,113 @@ class Market {
 
   // --- local improvement ---
 
-  struct Column {
+  // (size, mix) choices of one job with their finish times, flat: T counts per column.
+  struct Columns {
     std::vector<int> counts;
-    double finish;
+    std::vector<double> finish;
+    std::vector<long> index;  // position in the cluster's count space (exact moves only)
+    size_t size() const { return finish.size(); }
+    const int* at(int k, int T) const { return counts.data() + static_cast<size_t>(k) * T; }
   };
 
   // Every (size, mix) job j may take inside `pool` GPUs per type, with its finish time. Mixes
   // are enumerated when they are few, else only single types and the fastest-first fill.
-  // On small problems every column within the cluster is valued once and filtered afterwards.
-  void columns_in(int j, const std::vector<int>& pool, std::vector<Column>& out) {
-    if (pairs_allowed()) {
-      if (all_columns_.empty()) all_columns_.resize(J_);
-      if (all_columns_[j].empty()) value_columns(j, topo_.cap_of_type, all_columns_[j]);
-      out.clear();
-      for (const Column& col : all_columns_[j]) {
-        bool fits = true;
-        for (int t = 0; t < T_ && fits; ++t) fits = col.counts[t] <= pool[t];
-        if (fits) out.push_back(col);
-      }
-      return;
-    }
-    value_columns(j, pool, out);
-  }
-
-  void value_columns(int j, const std::vector<int>& pool, std::vector<Column>& out) {
-    out.clear();
+  void value_columns(int j, const std::vector<int>& pool, Columns& out) {
+    out.counts.clear();
+    out.finish.clear();
+    out.index.clear();
     const std::vector<int>& types = types_[j];
+    auto add = [&](const std::vector<int>& c) {
+      out.counts.insert(out.counts.end(), c.begin(), c.end());
+      out.finish.push_back(finish_time(j, c));
+      if (!stride_.empty()) out.index.push_back(index_of(c.data()));
+    };
     std::vector<int> c(T_, 0);
     for (int n : sizes_[j]) {
-      if (n < p_.jobs[j].min_gpus || n > p_.jobs[j].max_gpus) continue;
       bool mixes = p_.jobs[j].allow_mixed && types.size() > 1;
       if (mixes && compositions(n, static_cast<int>(types.size()), kLocalMixes) <= kLocalMixes) {
-        std::function<void(size_t, int)> rec = [&](size_t i, int left) {
-          int t = types[i];
-          if (i + 1 == types.size()) {
-            if (left <= pool[t]) {
-              c[t] = left;
-              out.push_back(Column{c, finish_time(j, c)});
-              c[t] = 0;
-            }
-            return;
-          }
-          for (int x = 0; x <= std::min(left, pool[t]); ++x) {
-            c[t] = x;
-            rec(i + 1, left - x);
-          }
-          c[t] = 0;
-        };
         c.assign(T_, 0);
-        rec(0, n);
+        enumerate(types, 0, n, pool, c, add);
         continue;
       }
       for (int t : types)
         if (pool[t] >= n) {
           c.assign(T_, 0);
           c[t] = n;
-          out.push_back(Column{c, finish_time(j, c)});
+          add(c);
         }
-      if (mixes) {  // fastest single-GPU types first
-        std::vector<int> order = types;
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
-        c.assign(T_, 0);
-        int left = n;
-        for (int t : order) {
-          c[t] = std::min(left, pool[t]);
-          left -= c[t];
-        }
-        if (left == 0) out.push_back(Column{c, finish_time(j, c)});
-      }
+      if (mixes && fastest_first(j, n, pool, c)) add(c);
     }
   }
 
-  std::vector<int> free_counts() const { return state_.free; }
+  // Fills n GPUs from the fastest single-GPU types down within `room`; false if they do not fit
+  // or one type holds them all.
+  bool fastest_first(int j, int n, const std::vector<int>& room, std::vector<int>& c) const {
+    std::vector<int> order = types_[j];
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
+    c.assign(T_, 0);
+    int left = n, kinds = 0;
+    for (int t : order) {
+      c[t] = std::min(left, room[t]);
+      left -= c[t];
+      kinds += c[t] > 0 ? 1 : 0;
+    }
+    return left == 0 && kinds > 1;
+  }
 
-  // Gives job j per-type counts c (finish f) in place of what it holds: lots follow (price 0 for
-  // what it newly takes; prices no longer matter once the market has ended).
-  void reassign(int j, const std::vector<int>& c, double f) {
+  // Exact moves (the best choice for one job, or the best joint choice for a group of two to
+  // four jobs, in what is free plus what they hold) on small problems: few jobs and few count
+  // vectors of the cluster. Each job's columns within the cluster are valued once, sorted by
+  // finish time, and tabled: for every count vector r of the cluster, the best column within r
+  // (a running minimum along each type).
+  bool exact_moves() const { return !stride_.empty() && J_ <= kPairJobs; }
+
+  long index_of(const int* c) const {
+    long i = 0;
+    for (int t = 0; t < T_; ++t) i += c[t] * stride_[t];
+    return i;
+  }
+
+  struct JobTable {
+    Columns columns;
+    std::vector<std::pair<double, int>> best_within;  // per count vector: (finish, column)
+  };
+
+  const JobTable& table(int j) {
+    JobTable& tb = tables_[j];
+    if (!tb.best_within.empty()) return tb;
+    Columns all;
+    value_columns(j, topo_.cap_of_type, all);
+    std::vector<int> order(all.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int>(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return all.finish[a] < all.finish[b]; });
+    for (int k : order) {
+      if (!std::isfinite(all.finish[k])) break;
+      const int* c = all.at(k, T_);
+      tb.columns.counts.insert(tb.columns.counts.end(), c, c + T_);
+      tb.columns.finish.push_back(all.finish[k]);
+      tb.columns.index.push_back(all.index[k]);
+    }
+    tb.best_within.assign(states_, {INFINITY, -1});
+    for (size_t k = tb.columns.size(); k-- > 0;)  // the first (fastest) of equal ones wins
+      tb.best_within[tb.columns.index[k]] = {tb.columns.finish[k], static_cast<int>(k)};
+    for (int t = 0; t < T_; ++t)
+      for (long i = 0; i < states_; ++i)
+        if ((i / stride_[t]) % (topo_.cap_of_type[t] + 1) > 0 &&
+            tb.best_within[i - stride_[t]].first < tb.best_within[i].first)
+          tb.best_within[i] = tb.best_within[i - stride_[t]];
+    return tb;
+  }
+
+  // Gives job j column k of `cols` in place of what it holds: lots follow (price 0 for what it
+  // newly takes; prices no longer matter once the market has ended).
+  void reassign(int j, const Columns& cols, int k) {
     if (state_.assigned[j]) release(j);
+    const int* c = cols.at(k, T_);
+    int n = 0;
     for (int t = 0; t < T_; ++t) {
+      n += c[t];
       if (c[t] <= 0) continue;
       std::vector<Lot>& lots = state_.lots[t];
       int need = c[t];
@@ -864,111 +910,99 @@ class Market {
       hold(j, t) = c[t];
       state_.free[t] -= c[t];
     }
-    int n = 0;
-    for (int x : c) n += x;
     if (hall_) state_.need_by_mask[mask_[j]] += n - state_.counts[j];
     state_.counts[j] = n;
     state_.assigned[j] = 1;
-    state_.finish[j] = f;
+    state_.finish[j] = cols.finish[k];
   }
 
   static bool clearly_better(double candidate, double now) {
     return candidate < now - 1e-9 * std::max(1.0, std::fabs(now));
   }
 
-  // One job, then pairs, while it helps; job `fixed` (if any) keeps what it holds.
-  void descend(int fixed = -1) {
-    for (int round = 0; round < 50 && !out_of_work(); ++round) {
-      bool better = false;
-      for (int j = 0; j < J_ && !out_of_work(); ++j)
-        if (j != fixed && state_.assigned[j] && improve_one(j)) better = true;
-      if (!better && !out_of_work() && pairs_allowed()) {
-        for (int a = 0; a < J_ && !out_of_work(); ++a)
-          for (int b = a + 1; b < J_ && !out_of_work(); ++b)
-            if (a != fixed && b != fixed && state_.assigned[a] && state_.assigned[b] &&
-                improve_pair(a, b))
-              better = true;
-      }
-      if (!better) break;
-    }
+  // Largest group of exact moves among `jobs` jobs.
+  static size_t max_group(int jobs) {
+    return jobs <= kQuadJobs ? 4 : jobs <= kTripleJobs ? 3 : 2;
   }
 
   bool improve_one(int j) {
-    std::vector<int> pool = free_counts();
-    for (int t = 0; t < T_; ++t) pool[t] += hold(j, t);
-    columns_in(j, pool, columns_a_);
+    std::vector<int>& pool = pool_;
+    for (int t = 0; t < T_; ++t) pool[t] = state_.free[t] + hold(j, t);
+    if (exact_moves()) {
+      const JobTable& tb = table(j);
+      const auto& [f, k] = tb.best_within[index_of(pool.data())];
+      if (k < 0 || !clearly_better(f, state_.finish[j])) return false;
+      reassign(j, tb.columns, k);
+      return true;
+    }
+    value_columns(j, pool, columns_);
     int best = -1;
     double best_f = state_.finish[j];
-    for (size_t k = 0; k < columns_a_.size(); ++k)
-      if (clearly_better(columns_a_[k].finish, best_f)) {
+    for (size_t k = 0; k < columns_.size(); ++k)
+      if (clearly_better(columns_.finish[k], best_f)) {
         best = static_cast<int>(k);
-        best_f = columns_a_[k].finish;
+        best_f = columns_.finish[k];
       }
     if (best < 0) return false;
-    reassign(j, columns_a_[best].counts, best_f);
+    reassign(j, columns_, best);
     return true;
   }
 
-  bool pairs_allowed() const {
-    if (J_ > kPairJobs) return false;
-    long states = 1;
-    for (int c : topo_.cap_of_type) {
-      states *= c + 1;
-      if (states > kPairStates) return false;
+  // The best joint columns of a group of jobs in what is free plus what they hold: the last
+  // job's best column within what the others leave comes from its table; the others' columns
+  // are tried fastest first and stop once they cannot beat the best found.
+  bool improve_group(const std::vector<int>& group) {
+    Group& g = group_;
+    g.jobs = group;
+    size_t m = group.size();
+    g.rest.assign(m * T_, 0);
+    double now = 0;
+    for (int t = 0; t < T_; ++t) g.rest[t] = state_.free[t];
+    for (int j : group) {
+      now += state_.finish[j];
+      for (int t = 0; t < T_; ++t) g.rest[t] += hold(j, t);
     }
+    long whole = index_of(g.rest.data());
+    g.tables.resize(m);
+    g.floor_after.assign(m + 1, 0.0);
+    for (size_t i = 0; i < m; ++i) g.tables[i] = &table(group[i]);
+    for (size_t i = m; i-- > 0;)  // the best each job can do in the whole pool, summed from i on
+      g.floor_after[i] = g.floor_after[i + 1] + g.tables[i]->best_within[whole].first;
+    if (!clearly_better(g.floor_after[0], now)) return false;
+    g.best = now;
+    g.pick.assign(m, -1);
+    g.chosen.assign(m, -1);
+    search_group(0, whole, 0.0);
+    if (g.chosen[0] < 0) return false;
+    for (int j : group) release(j);
+    for (size_t i = 0; i < m; ++i) reassign(group[i], g.tables[i]->columns, g.chosen[i]);
     return true;
   }
 
-  // Best joint (column of a, column of b) in what is free plus what both hold: for every count
-  // vector r of the pool, the best column of b that fits in r (a dominance table), then one pass
-  // over a's columns.
-  bool improve_pair(int a, int b) {
-    std::vector<int> pool = free_counts();
-    for (int t = 0; t < T_; ++t) pool[t] += hold(a, t) + hold(b, t);
-    std::vector<long> stride(T_, 1);
-    long states = 1;
-    for (int t = 0; t < T_; ++t) {
-      stride[t] = states;
-      states *= pool[t] + 1;
+  void search_group(size_t i, long left, double sum) {
+    Group& g = group_;
+    size_t m = g.jobs.size();
+    if (i + 1 == m) {
+      const auto& [f, k] = g.tables[i]->best_within[left];
+      if (k < 0 || !clearly_better(sum + f, g.best)) return;
+      g.best = sum + f;
+      g.chosen = g.pick;
+      g.chosen[i] = k;
+      return;
     }
-    columns_in(a, pool, columns_a_);
-    columns_in(b, pool, columns_b_);
-    auto index = [&](const std::vector<int>& c) {
-      long i = 0;
-      for (int t = 0; t < T_; ++t) i += c[t] * stride[t];
-      return i;
-    };
-    table_.assign(states, {INFINITY, -1});
-    for (size_t k = 0; k < columns_b_.size(); ++k) {
-      auto& cell = table_[index(columns_b_[k].counts)];
-      if (columns_b_[k].finish < cell.first) cell = {columns_b_[k].finish, static_cast<int>(k)};
+    const Columns& cols = g.tables[i]->columns;
+    const int* room = g.rest.data() + i * T_;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      double f = sum + cols.finish[k];
+      if (!clearly_better(f + g.floor_after[i + 1], g.best)) break;  // sorted: none later does
+      const int* c = cols.at(static_cast<int>(k), T_);
+      bool fit = true;
+      for (int t = 0; t < T_ && fit; ++t) fit = c[t] <= room[t];
+      if (!fit) continue;
+      for (int t = 0; t < T_; ++t) g.rest[(i + 1) * T_ + t] = room[t] - c[t];
+      g.pick[i] = static_cast<int>(k);
+      search_group(i + 1, left - cols.index[k], f);
     }
-    for (int t = 0; t < T_; ++t)  // best over every c <= r: a running minimum along each axis
-      for (long i = 0; i < states; ++i)
-        if ((i / stride[t]) % (pool[t] + 1) > 0 && table_[i - stride[t]].first < table_[i].first)
-          table_[i] = table_[i - stride[t]];
-    double now = state_.finish[a] + state_.finish[b];
-    int best_a = -1, best_b = -1;
-    double best = now;
-    std::vector<int> rest(T_);
-    for (size_t k = 0; k < columns_a_.size(); ++k) {
-      for (int t = 0; t < T_; ++t) rest[t] = pool[t] - columns_a_[k].counts[t];
-      const auto& cell = table_[index(rest)];
-      if (cell.second < 0) continue;
-      double total = columns_a_[k].finish + cell.first;
-      if (clearly_better(total, best)) {
-        best = total;
-        best_a = static_cast<int>(k);
-        best_b = cell.second;
-      }
-    }
-    if (best_a < 0) return false;
-    Column ca = columns_a_[best_a], cb = columns_b_[best_b];
-    release(a);
-    release(b);
-    reassign(a, ca.counts, ca.finish);
-    reassign(b, cb.counts, cb.finish);
-    return true;
   }
 
   // --- packing ---
@@ -1051,9 +1085,21 @@ class Market {
   State state_;
   std::vector<std::vector<double>> cost_;  // scratch of best_package
   std::vector<int> avail_;
-  std::vector<Column> columns_a_, columns_b_;
-  std::vector<std::vector<Column>> all_columns_;  // per job, small problems only
-  std::vector<std::pair<double, int>> table_;
+  // Local improvement: scratch, and for exact moves the strides of the cluster's count space
+  // (empty: too many count vectors) and each job's table.
+  Columns columns_;
+  std::vector<int> pool_;
+  struct Group {  // improve_group's search
+    std::vector<int> jobs, pick, chosen;
+    std::vector<int> rest;  // per depth: GPUs per type left for the jobs from that depth on
+    std::vector<const JobTable*> tables;
+    std::vector<double> floor_after;
+    double best = 0;
+  } group_;
+  std::vector<long> stride_;
+  long states_ = 0;
+  std::vector<JobTable> tables_;
+  std::vector<std::vector<double>> finish_memo_;  // per job, by count vector (exact moves only)
   std::vector<std::vector<std::pair<int, int>>> package_;  // per job: (node, GPUs) after packing
 };
 
@@ -1225,7 +1271,6 @@ JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& spee
   return jp;
 }
 
-
 void validate_placement_problem(const PlacementProblem& p) {
   if (!p.model) throw InputError("placement: no throughput model");
   p.cluster.validate();
@@ -1284,7 +1329,9 @@ long placement_work_budget(int jobs, int types, int samples) {
   // T + 2 valuations per job, one valuation per job in the flow) ...
   long fallback = (2 * (T + 2) + 1) * J;
   // ... plus the step under way when a phase reaches its end: one package search (the types,
-  // the current mix, the mixes enumerated or searched) or the columns of two jobs.
+  // the current mix, the mixes enumerated or searched), the columns of one job, or the tables of
+  // a group move (at most four jobs, at most kExactStates columns each).
+  static_assert(4 * kExactStates <= 2 * 64 * (kLocalMixes + 1), "a group move's tables");
   long step = std::max(T + 2 + std::max(kExhaustiveVectors, 200 * T * T),
                        2 * 64 * (kLocalMixes + T + 1));
   return phases + fallback + step;
@@ -1610,7 +1657,7 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
       market.restore(best_state);
     }
     market.allow_phase(std::numeric_limits<long>::max());
-    market.improve(samples / 4, rng);
+    market.improve();
     if (!market.finish_result(best)) best.jobs.assign(J, JobPlacement{});
   }
   best.categories_evaluated = evaluated;
