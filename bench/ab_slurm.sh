@@ -15,7 +15,8 @@
 # noise). Sizes are capped at 4 GPUs (one node) for both sides.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-jobs=32 builddir=${RINGSCHED_BUILDDIR:-$repo/build} timeout=900 out=$repo/.run/ab
+# The timeout is per side: stock Slurm puts some long jobs on one K80 and needs about 17 minutes.
+jobs=32 builddir=${RINGSCHED_BUILDDIR:-$repo/build} timeout=1800 out=$repo/.run/ab
 ARRIVAL_SPAN_S=${ARRIVAL_SPAN_S:-120} MIN_S=${MIN_S:-20} MAX_S=${MAX_S:-150}
 while [ $# -gt 0 ]; do
   case $1 in
