@@ -195,6 +195,9 @@ class TcpRing {
   size_t segment_bytes = 256 * 1024;     // pipelining unit
   size_t small_bytes = 16 * 1024;        // at or below: allgather-then-reduce (n-1 hops)
   int spin_us = 0;                       // busy-poll before sleeping in poll()
+  // Oversubscribed (more ranks than CPUs): spin with sched_yield(), so that a peer waiting for
+  // a CPU runs at once, instead of sleeping in poll() and paying a wake-up on every step.
+  bool yield_spin = false;
   int timeout_ms = 5000;
 
  private:

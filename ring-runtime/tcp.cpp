@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -430,7 +431,10 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
     }
     if (ri < nr) keepalive_tick();
     if (tick_ && now - last_tick > T / 8) { tick_(); last_tick = now; }
-    if (spin_ns > 0 && now - last_progress < spin_ns) continue;
+    if (spin_ns > 0 && now - last_progress < spin_ns) {
+      if (yield_spin) sched_yield();
+      continue;
+    }
     pollfd pf[2];
     int np = 0;
     if (ri < nr) pf[np++] = {in_.fd, POLLIN, 0};
