@@ -1,6 +1,7 @@
 // ringrt-bench -- allreduce benchmark in the style of nccl-tests: for each size it prints the
 // median time of the iterations, algbw = size / time and busbw = algbw * 2(n-1)/n. The ranks
 // are forked as separate processes on this machine and meet through libringrt's own rendezvous.
+#include "loopback.h"
 #include "ringrt.h"
 
 #include <getopt.h>
@@ -53,24 +54,8 @@ size_t parse_size(const char* s) {
   return static_cast<size_t>(v);
 }
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t l = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-  int p = ntohs(a.sin_port);
-  close(fd);
-  return p;
-}
+using ringrt_local::free_port;
+using ringrt_local::mono_s;
 
 #define BENCH_CHECK(call)                                                                          \
   do {                                                                                             \
@@ -127,9 +112,9 @@ int run_rank(const Options& o, int rank, const std::string& secret, const std::v
     std::vector<double> times;
     for (int it = 0; it < warm + iters; ++it) {
       BENCH_CHECK(ringrt_barrier());
-      double t0 = now_s();
+      double t0 = mono_s();
       BENCH_CHECK(ringrt_allreduce(nullptr, buf.data(), count, RINGRT_FLOAT32, RINGRT_SUM));
-      double t1 = now_s();
+      double t1 = mono_s();
       if (it >= warm) times.push_back(t1 - t0);
     }
     // the slowest rank's time per iteration decides: reduce with max

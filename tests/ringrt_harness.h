@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "loopback.h"
+
 namespace ringrt_test {
 
 struct RankOutcome {
@@ -38,24 +40,8 @@ struct RankOutcome {
     }                                                                                            \
   } while (0)
 
-inline int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t l = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l);
-  int p = ntohs(a.sin_port);
-  close(fd);
-  return p;
-}
-
-inline double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+using ringrt_local::free_port;
+using ringrt_local::mono_s;
 
 // Environment of a world: every rank gets RINGRT_* set before fn runs.
 struct WorldEnv {
