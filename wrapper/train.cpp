@@ -430,10 +430,6 @@ int main(int argc, char** argv) {
     }
     RINGRT_CHECK(ringrt_barrier());  // nobody leaves before the file is complete
   };
-  // Workaround, until libringrt drains what a peer sent before blaming it for exiting: a rank
-  // that leaves the last barrier first and exits at once can make a slower peer report it dead
-  // while that peer is still finishing the barrier. Staying a moment closes the window.
-  auto linger_before_exit = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
 
   std::vector<double> grad(mlp.size());
   std::vector<int> depth(world);
@@ -490,7 +486,6 @@ int main(int argc, char** argv) {
     if (ctl[1] > 0) {
       checkpoint(st.step);
       if (g_rank == 0) ringrun::env::write_timing(world, o.global_batch, measured_steps, measured_s);
-      linger_before_exit();
       RINGRT_CHECK(ringrt_finalize());
       if (g_rank == 0) std::printf("ringrun-train: stopped at step %llu on request\n", (unsigned long long)st.step);
       return kExitStopped;
@@ -502,7 +497,6 @@ int main(int argc, char** argv) {
     ringrun::env::write_timing(world, o.global_batch, measured_steps, measured_s);
     std::printf("ringrun-train: done, %ld steps\n", o.steps);
   }
-  linger_before_exit();
   RINGRT_CHECK(ringrt_finalize());
   if (loss_log) std::fclose(loss_log);
   return kExitDone;
