@@ -27,6 +27,13 @@ std::string normalize_type(const std::string& type) {
   return t;
 }
 
+std::string type_from_constraint(const std::string& features) {
+  if (features.empty()) return "";
+  for (char c : features)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return "";
+  return normalize_type(features);
+}
+
 bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 int floor_power_of_two(int n) {

@@ -33,6 +33,7 @@ class CoreTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(gavelImporterOnRealTable);
   CPPUNIT_TEST(elasticflowImporterSkipsUnmeasured);
   CPPUNIT_TEST(gavelNames);
+  CPPUNIT_TEST(typeFromConstraint);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -273,6 +274,13 @@ class CoreTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(msg, contains(msg, "bad.csv:2:") && contains(msg, "negative"));
     msg = error_of([] { import_elasticflow_dir("/nonexistent-dir", "t4"); });
     CPPUNIT_ASSERT(contains(msg, "cannot open"));
+  }
+
+  void typeFromConstraint() {
+    CPPUNIT_ASSERT_EQUAL(std::string("v100"), type_from_constraint("V100"));
+    CPPUNIT_ASSERT_EQUAL(std::string("a100-80gb"), type_from_constraint("A100-80GB"));
+    for (const char* not_one : {"", "v100|p100", "v100&ib", "[v100*2]", "v100,p100", "v 100"})
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(not_one, std::string(""), type_from_constraint(not_one));
   }
 
   void gavelNames() {

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "config.h"
+#include "ringsched/model.h"
 
 #ifdef HAVE_LIBSLURM
 extern "C" {
@@ -85,14 +85,9 @@ void SlurmJob::refresh() {
   shape_.nodes = int(j.num_nodes);
   parse_gpu_gres(j.tres_per_node ? j.tres_per_node : "", &shape_.gpu_type, &shape_.gpus_per_node);
   shape_.type_by_feature = false;
-  if (shape_.gpu_type.empty() && j.features && *j.features) {
-    const std::string f = j.features;
-    const bool single = f.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
-                        std::string::npos;
-    if (single) {
-      for (char c : f) shape_.gpu_type += char(std::tolower(static_cast<unsigned char>(c)));
-      shape_.type_by_feature = true;
-    }
+  if (shape_.gpu_type.empty()) {
+    shape_.gpu_type = ringsched::type_from_constraint(j.features ? j.features : "");
+    shape_.type_by_feature = !shape_.gpu_type.empty();
   }
   shape_.admin_comment = j.admin_comment ? j.admin_comment : "";
   shape_.first_node_addr.clear();
@@ -166,28 +161,27 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
       return what + " update failed: " + slurm_strerror(e);
     }
   };
-  // Each field as (old value, new value) and how to set it.
+  // The fields that may change, as (name, old value, new value), updated in this order.
   struct Field {
     const char* name;
     std::string from, to;
-    void (*set)(job_desc_msg_t*, const std::string&, std::string* keep);
   };
   const std::string typed = shape_.type_by_feature || shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":";
-  std::vector<Field> fields = {
-      {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes),
-       [](job_desc_msg_t* d, const std::string& v, std::string*) { d->min_nodes = d->max_nodes = uint32_t(std::stoi(v)); }},
-      {"gres", "gres:gpu:" + typed + std::to_string(shape_.gpus_per_node), "gres:gpu:" + typed + std::to_string(per_node),
-       [](job_desc_msg_t* d, const std::string& v, std::string* keep) { *keep = v; d->tres_per_node = const_cast<char*>(keep->c_str()); }},
-      {"Features", shape_.gpu_type, type,
-       [](job_desc_msg_t* d, const std::string& v, std::string* keep) { *keep = v; d->features = const_cast<char*>(keep->c_str()); }},
+  const std::vector<Field> fields = {
+      {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes)},
+      {"TresPerNode", "gres:gpu:" + typed + std::to_string(shape_.gpus_per_node),
+       "gres:gpu:" + typed + std::to_string(per_node)},
+      {"Features", shape_.gpu_type, type},
   };
   auto set_field = [&](const Field& f, const std::string& value) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
     d.job_id = id_;
-    std::string keep;
-    f.set(&d, value, &keep);
-    return update(&d, f.name);
+    const std::string name = f.name;
+    if (name == "NumNodes") d.min_nodes = d.max_nodes = uint32_t(std::stoi(value));
+    else if (name == "TresPerNode") d.tres_per_node = const_cast<char*>(value.c_str());
+    else d.features = const_cast<char*>(value.c_str());
+    return update(&d, name);
   };
   std::string err;
   size_t done = 0;

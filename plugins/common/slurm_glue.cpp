@@ -1,7 +1,6 @@
 #include "slurm_glue.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 
 extern "C" {
@@ -43,15 +42,6 @@ void for_each_gpu_gres(List list, F f) {
   list_iterator_destroy(it);
 }
 
-// A feature constraint that names exactly one thing ("v100"), lower case; "" for anything else
-// ("v100|p100", "v100&ib", ...).
-std::string single_feature(const char* features) {
-  if (!features || !*features) return "";
-  for (const char* c = features; *c; ++c)
-    if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '_' && *c != '-' && *c != '.') return "";
-  return normalize_type(features);
-}
-
 std::string node_gpu_type(const node_record_t* node) {
   const gres_node_state_t* gpu = node ? node_gpu_state(node) : nullptr;
   return gpu && gpu->type_cnt > 0 && gpu->type_name[0] ? normalize_type(gpu->type_name[0]) : "";
@@ -59,24 +49,22 @@ std::string node_gpu_type(const node_record_t* node) {
 
 }  // namespace
 
-std::set<std::string> feature_types() {
-  std::set<std::string> with, without;
+bool type_is_node_feature(const std::string& type) {
+  bool any = false;
   node_record_t* node = nullptr;
   for (int i = 0; (node = next_node(&i)); ++i) {
-    const std::string type = node_gpu_type(node);
-    if (type.empty()) continue;
+    if (node_gpu_type(node) != type) continue;
+    any = true;
     bool has = false;
     const std::string features = node->features ? node->features : "";
-    size_t start = 0;
-    while (start <= features.size() && !has) {
+    for (size_t start = 0; start <= features.size() && !has;) {
       const size_t end = std::min(features.find(',', start), features.size());
       has = normalize_type(features.substr(start, end - start)) == type;
       start = end + 1;
     }
-    (has ? with : without).insert(type);
+    if (!has) return false;
   }
-  for (const std::string& t : without) with.erase(t);
-  return with;
+  return any;
 }
 
 Cluster snapshot_cluster() {
@@ -134,7 +122,7 @@ GpuShape job_gpu_shape(const job_record_t* job) {
     });
     shape.nodes = static_cast<int>(shape.gpus_by_node.size());
     shape.type_by_feature = job->details && !shape.type.empty() &&
-                            single_feature(job->details->features) == shape.type;
+                            type_from_constraint(job->details->features ? job->details->features : "") == shape.type;
     return shape;
   }
   const int nodes = job->details ? static_cast<int>(std::max<uint32_t>(1, job->details->min_nodes)) : 1;
@@ -147,7 +135,7 @@ GpuShape job_gpu_shape(const job_record_t* job) {
   });
   shape.nodes = nodes;
   if (shape.type.empty() && job->details) {
-    shape.type = single_feature(job->details->features);
+    shape.type = type_from_constraint(job->details->features ? job->details->features : "");
     shape.type_by_feature = !shape.type.empty();
   }
   return shape;

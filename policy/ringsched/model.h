@@ -25,6 +25,9 @@ class InputError : public std::runtime_error {
 
 // GPU type names are compared case-insensitively; they are stored lower case ("a100", "v100").
 std::string normalize_type(const std::string& type);
+// The GPU type a node-feature constraint names when it names exactly one thing ("V100" ->
+// "v100"); "" for anything else ("v100|p100", "v100&ib", empty). Ring jobs carry their type so.
+std::string type_from_constraint(const std::string& features);
 
 // --- cluster ------------------------------------------------------------------------------------
 
