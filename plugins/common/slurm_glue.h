@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -35,9 +34,9 @@ struct GpuShape {
 // Down, drained or not responding nodes have no free GPU.
 Cluster snapshot_cluster();
 
-// GPU types whose nodes all carry a node feature named like the type (Feature=v100 on every
-// v100 node), so that jobs can ask for the type as a constraint (node read lock).
-std::set<std::string> feature_types();
+// Whether every node with GPUs of `type` carries a node feature named like it (Feature=v100 on
+// every v100 node), so that jobs can ask for the type as a constraint (node read lock).
+bool type_is_node_feature(const std::string& type);
 
 // The ring request a job carries in its SPANK environment (job read lock). Returns false when the
 // job is not a ring job; sets `error` (and returns false) when its values are invalid.

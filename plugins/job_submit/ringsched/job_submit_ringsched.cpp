@@ -119,7 +119,7 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
                                (type.empty() ? "?" : type) + " to this job");
 
   // The type as a node feature, so that the planner can retype the job while it is pending.
-  const bool by_feature = ringsched::feature_types().count(type) > 0;
+  const bool by_feature = ringsched::type_is_node_feature(type);
   if (!by_feature)
     info("job_submit/ringsched: nodes of GPU type %s do not all have Feature=%s in slurm.conf: the "
          "job asks for a typed gres, and its type cannot change while it waits (ringsched(8))",
@@ -166,9 +166,8 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
   return SLURM_SUCCESS;
 }
 
-// Users may not change the GPUs or the features (its GPU type) of a ring job by hand (the planner
-// owns its shape);
-// root and SlurmUser (the planner's own updates) may.
+// Users may not change the GPUs or the features (its GPU type) of a ring job by hand: the
+// planner owns its shape. Root and SlurmUser (the planner's own updates) may.
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
     if (submit_uid == 0 || submit_uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
