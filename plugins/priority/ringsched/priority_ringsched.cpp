@@ -244,6 +244,8 @@ void job_error(uint32_t id, const std::string& what) {
 
 std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to) {
   // A typed gres request keeps its type (DESIGN 4); only a type given as a feature can change.
+  // The request keeps its form either way.
+  if (from.by_feature != to.by_feature) return "a typed gres request cannot become a feature constraint, nor back";
   if (from.type != to.type && !from.by_feature)
     return "the GPU type of a pending job with a typed gres request cannot be changed";
   // One field per update (a failed multi-field update is not atomic, DESIGN 4). Fewer GPUs
@@ -260,11 +262,9 @@ std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, c
   if (to.type != from.type) steps.push_back({Field::Type, 1});
   std::stable_sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.order < b.order; });
   auto apply_step = [&](Field field, const PendingShape& target) {
-    PendingShape typed = target;
-    typed.by_feature = from.by_feature;
     switch (field) {
       case Field::Nodes: return update_num_nodes(id, target.nodes);
-      case Field::PerNode: return update_gres(id, typed);
+      case Field::PerNode: return update_gres(id, target);
       case Field::Type: return update_features(id, target.type);
     }
     return static_cast<int>(SLURM_ERROR);
@@ -272,7 +272,8 @@ std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, c
   auto describe = [&](Field field, const PendingShape& target) -> std::string {
     switch (field) {
       case Field::Nodes: return "NumNodes=" + std::to_string(target.nodes) + "-" + std::to_string(target.nodes);
-      case Field::PerNode: return "TresPerNode=gres:gpu:" + std::to_string(target.per_node);
+      case Field::PerNode:
+        return "TresPerNode=" + ringsched::gpu_request(target.type, target.per_node, target.by_feature).tres_per_node;
       case Field::Type: return "Features=" + target.type;
     }
     return "?";
@@ -470,7 +471,8 @@ void PlanningThread::round() {
     if (p != plan_of.end() && p->second->runs && p->second->gpus > 0) {
       const auto [type, gpus] = engine->single_type(*p->second, r.request.types, r.request.model, snap.cluster);
       const ringsched::NodeSpread spread = ringsched::spread_gpus(snap.cluster, type, gpus);
-      if (!type.empty() && spread.nodes > 0) target = PendingShape{type, spread.per_node, spread.nodes};
+      if (!type.empty() && spread.nodes > 0)
+        target = PendingShape{type, spread.per_node, spread.nodes, current.by_feature};
     }
     if (r.bad_constraints && memory && memory->repair_failed && now - memory->last < conf.reshape_interval_s) {
       ++stats.kept_interval;
