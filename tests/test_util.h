@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace ringsched_test {
 
@@ -58,6 +60,18 @@ inline std::string shared_data(const std::string& rel) {
 
 // A file of this repository.
 inline std::string repo_file(const std::string& rel) { return std::string(RINGSCHED_SRCDIR) + "/" + rel; }
+
+// step -> (loss, world) from ringrun-train's --loss-log file (a step logged twice, after a
+// restart, keeps its last value).
+inline std::map<long, std::pair<double, int>> read_loss(const std::string& path) {
+  std::map<long, std::pair<double, int>> m;
+  std::ifstream in(path);
+  long step;
+  double loss;
+  int world;
+  while (in >> step >> loss >> world) m[step] = {loss, world};
+  return m;
+}
 
 }  // namespace ringsched_test
 

@@ -39,17 +39,6 @@ int run(const std::string& cmd, std::string* out) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-// step -> (loss, world) from a --loss-log file (a step logged twice keeps its last value).
-std::map<long, std::pair<double, int>> read_loss(const std::string& path) {
-  std::map<long, std::pair<double, int>> m;
-  std::ifstream in(path);
-  long step;
-  double loss;
-  int world;
-  while (in >> step >> loss >> world) m[step] = {loss, world};
-  return m;
-}
-
 size_t line_count(const std::string& path) {
   std::ifstream in(path);
   size_t n = 0;

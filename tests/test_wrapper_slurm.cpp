@@ -23,16 +23,6 @@ namespace {
 const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
 const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
 
-std::map<long, std::pair<double, int>> read_loss(const std::string& path) {
-  std::map<long, std::pair<double, int>> m;
-  std::ifstream in(path);
-  long step;
-  double loss;
-  int world;
-  while (in >> step >> loss >> world) m[step] = {loss, world};
-  return m;
-}
-
 }  // namespace
 
 class WrapperSlurmTest : public CppUnit::TestFixture {
