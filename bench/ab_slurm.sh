@@ -58,18 +58,7 @@ awk -F, -v n="$jobs" -v span="$ARRIVAL_SPAN_S" -v lo="$MIN_S" -v hi="$MAX_S" '
 echo "ab_slurm: workload $out/trace.csv: $(($(wc -l < "$out/trace.csv") - 1)) jobs from $src"
 
 # 2. Stock Slurm, then ringsched, on the same cluster definition.
-cat > "$RINGSCHED_CLUSTER_DIR.ringsched.conf" <<CONF
-Policy=combined
-ReplanInterval=3
-RestartCost=8
-MinGainMultiple=1.5
-MinResizeInterval=20
-Samples=32
-ProfileFiles=$profiles
-FeatureFile=$repo/data/model_features.csv
-PlanFile=$RINGSCHED_CLUSTER_DIR/plan.json
-MaxGpusPerJob=4
-CONF
+RINGSCHED_PROFILES=$profiles "$repo/scripts/ringjobs.sh" conf 4 > "$RINGSCHED_CLUSTER_DIR.ringsched.conf"
 trap '"$repo/scripts/testcluster.sh" down >/dev/null 2>&1 || true' EXIT
 for mode in stock ringsched; do
   mkdir -p "$RINGSCHED_CLUSTER_DIR"

@@ -4,6 +4,9 @@
 #
 #   ringjobs.sh run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S]
 #   ringjobs.sh table DIR         the JCT table and the summary of a finished run
+#   ringjobs.sh conf MAX_GPUS     print the ringsched.conf of a time-compressed run (the demo and
+#                                 the A/B run): replanning every 3 s, resizes paying off within
+#                                 seconds; PlanFile in $RINGSCHED_CLUSTER_DIR
 #
 # The trace is DESIGN 5's format: job_id,submit_s,model,gpus,iterations[,min_gpus,max_gpus,
 # elastic,user,spb]. Each job is `ringrun -- ringrun-train --emulate-model=MODEL`: every iteration
@@ -196,9 +199,32 @@ cmd_table() {
   rm -f "$out/rows.tmp"
 }
 
+# Workloads here last minutes, so replanning is fast and a resize pays off sooner than in
+# production; RestartCost is the resize latency measured on the local cluster
+# (bench/resize_latency.sh).
+cmd_conf() {
+  local max=${1:-}
+  case $max in ''|*[!0-9]*) die "conf: MAX_GPUS must be a number" ;; esac
+  [ -n "${RINGSCHED_CLUSTER_DIR:-}" ] || die "conf: RINGSCHED_CLUSTER_DIR is not set"
+  cat <<CONF
+# ringsched.conf of a time-compressed run on the local cluster (see ringsched.conf(5))
+Policy=combined
+ReplanInterval=3
+RestartCost=8
+MinGainMultiple=1.5
+MinResizeInterval=20
+Samples=32
+ProfileFiles=${RINGSCHED_PROFILES:-$repo/data/profiles/gavel.csv}
+FeatureFile=$repo/data/model_features.csv
+PlanFile=$RINGSCHED_CLUSTER_DIR/plan.json
+MaxGpusPerJob=$max
+CONF
+}
+
 case ${1:-} in
   run) shift; cmd_run "$@" ;;
+  conf) shift; cmd_conf "$@" ;;
   table) shift; cmd_table "$@" ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] | table DIR | --help" >&2; exit 2 ;;
+  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] | table DIR | conf MAX_GPUS | --help" >&2; exit 2 ;;
 esac

@@ -37,21 +37,7 @@ done
 log "3/5 local heterogeneous cluster with ringsched"
 export RINGSCHED_CLUSTER_DIR=$top/.run/demo-cluster
 mkdir -p "$RINGSCHED_CLUSTER_DIR"
-# A demo lasts minutes, so replanning is fast and a resize pays off sooner than in production;
-# RestartCost is the resize latency measured on this cluster (bench/resize_latency.sh).
-cat > "$RINGSCHED_CLUSTER_DIR/ringsched.conf" <<CONF
-# ringsched.conf of the demo cluster (see ringsched.conf(5))
-Policy=combined
-ReplanInterval=3
-RestartCost=8
-MinGainMultiple=1.5
-MinResizeInterval=20
-Samples=32
-ProfileFiles=$top/data/profiles/gavel.csv
-FeatureFile=$top/data/model_features.csv
-PlanFile=$RINGSCHED_CLUSTER_DIR/plan.json
-MaxGpusPerJob=8
-CONF
+scripts/ringjobs.sh conf 8 > "$RINGSCHED_CLUSTER_DIR/ringsched.conf"
 teardown() { [ $keep = 1 ] || scripts/testcluster.sh down >/dev/null 2>&1 || true; }
 trap teardown EXIT
 scripts/testcluster.sh up --plugins --builddir="$top/build"
