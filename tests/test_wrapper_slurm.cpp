@@ -74,23 +74,27 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL(type, cluster.job_field(job, "Features"));
       CPPUNIT_ASSERT_MESSAGE(cluster.job_field(job, "NodeList"), contains(cluster.job_field(job, "NodeList"), type + "-"));
     }
-    CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for(
+    // What the job said and did, for the messages of the checks below.
+    auto story = [&] { return cluster.run("tail -n 40 " + d.path() + "/job.out; cat " + ck + "/events").out; };
+    CPPUNIT_ASSERT_MESSAGE(story(), ringtest::SlurmTestCluster::wait_for(
         [&] { return cluster.job_field(job, "JobState") == "COMPLETED"; }, 180));
-    CPPUNIT_ASSERT_EQUAL(std::string("3"), cluster.job_field(job, "Restarts"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), std::string("3"), cluster.job_field(job, "Restarts"));
 
     // The same training, uninterrupted, one local rank.
     auto r = cluster.run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
                          " --steps=1200 --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     auto ref = read_loss(d.path() + "/ref.loss"), got = read_loss(loss);
-    CPPUNIT_ASSERT_EQUAL(size_t(1200), got.size());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(1200), got.size());
     double worst = 0;
     std::vector<int> sizes;
     for (auto& [step, lw] : got) {
       worst = std::max(worst, std::fabs(lw.first - ref.at(step).first));
       if (sizes.empty() || sizes.back() != lw.second) sizes.push_back(lw.second);
     }
-    CPPUNIT_ASSERT(sizes == std::vector<int>({1, 2, 4, 2}));
+    std::string trail;
+    for (int w : sizes) trail += " " + std::to_string(w);
+    CPPUNIT_ASSERT_MESSAGE("world sizes:" + trail + "\n" + story(), sizes == std::vector<int>({1, 2, 4, 2}));
     CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
 
     // Latency of each resize, decision -> first iteration at the new size (printed, and bounded
