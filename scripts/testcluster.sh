@@ -75,7 +75,8 @@ write_config() {
               job_submit/ringsched/.libs/job_submit_ringsched.so \
               spank/ringsched/.libs/spank_ringsched.so; do
       [ -f "$builddir/plugins/$so" ] || die "$builddir/plugins/$so not built (make in the build dir, or --builddir=DIR)"
-      ln -sf "$builddir/plugins/$so" "$state/plugins/$(basename "$so")"
+      # A copy, not a link: sbatch run by any user loads the SPANK plugin from here.
+      cp -f "$builddir/plugins/$so" "$state/plugins/$(basename "$so")"
     done
     plugindir="$state/plugins:$slurm_plugins"
     priority=priority/ringsched

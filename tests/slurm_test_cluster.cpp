@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -50,8 +52,14 @@ SlurmTestCluster& SlurmTestCluster::get(const std::string& name, bool plugins) {
 }
 
 SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
-  dir_ = std::string(RINGSCHED_BUILDDIR) + "/tests/.cluster-" + name;
+  // In the temporary folder, not the build folder: tests also submit as an ordinary user, who
+  // must reach slurm.conf, the plugins and the munge socket, and a checkout may sit below a
+  // folder only its owner can enter (/root). One folder per build tree and test program.
+  char tag[32];
+  std::snprintf(tag, sizeof tag, "%016zx", std::hash<std::string>()(RINGSCHED_BUILDDIR));
+  dir_ = std::filesystem::temp_directory_path().string() + "/ringsched-cluster-" + tag + "-" + name;
   mkdir(dir_.c_str(), 0755);
+  chmod(dir_.c_str(), 0755);
   setenv("RINGSCHED_CLUSTER_DIR", dir_.c_str(), 1);
   setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
   setenv("RINGSCHED_CONF", conf_path().c_str(), 1);
