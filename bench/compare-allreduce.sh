@@ -2,6 +2,8 @@
 # compare-allreduce.sh -- libringrt's allreduce against OpenMPI's MPI_Allreduce (shared memory
 # through the vader BTL, and TCP loopback) and Gloo's ring, on the same sizes in the same run,
 # with ranks as processes on this machine; prints every table and then the ratios.
+# OpenMPI over TCP runs twice: with its own choice of algorithm (at 4 ranks and 1-16 MiB that is
+# recursive halving/doubling, not a ring) and with its ring forced, like for like with ours.
 #
 # usage: bench/compare-allreduce.sh [--ringrt-bench PATH] [--ranks "2 4"] [--max-bytes B]
 #                                   [--min-bytes B] [--out DIR]
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --min-bytes) minb=$2; shift 2 ;;
     --max-bytes) maxb=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "compare-allreduce: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +54,10 @@ for n in $ranks; do
   "$bench" --ranks "$n" --backend tcp "${sizes[@]}" | tee "$out/ringrt-tcp-$n.txt"
   "${mpirun_[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
     "$out/mpi_allreduce_bench" "${sizes[@]}" --label "btl tcp, loopback" | tee "$out/mpi-tcp-$n.txt"
+  "${mpirun_[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
+    --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4 \
+    "$out/mpi_allreduce_bench" "${sizes[@]}" --label "btl tcp, loopback, ring algorithm" |
+    tee "$out/mpi-tcp-ring-$n.txt"
   "$out/gloo_allreduce_bench" --ranks "$n" "${sizes[@]}" | tee "$out/gloo-$n.txt"
   "$bench" --ranks "$n" --backend shm "${sizes[@]}" | tee "$out/ringrt-shm-$n.txt"
   "${mpirun_[@]}" -np "$n" --mca btl self,vader \
@@ -63,13 +69,15 @@ echo "===== ratios (busbw ratio = ours / theirs, higher is better; latency ratio
 for n in $ranks; do
   echo
   echo "n=$n"
-  printf "%12s | %9s %9s %9s %8s %8s | %9s %9s %8s\n" size ringrt-tcp mpi-tcp gloo x-mpi x-gloo ringrt-shm mpi-sm x-mpi
+  printf "%12s | %9s %9s %9s %9s %8s %8s %8s | %9s %9s %8s\n" size ringrt-tcp mpi-tcp mpi-ring gloo \
+    x-mpi x-ring x-gloo ringrt-shm mpi-sm x-mpi
   paste <(grep -v '^#' "$out/ringrt-tcp-$n.txt") <(grep -v '^#' "$out/mpi-tcp-$n.txt") \
         <(grep -v '^#' "$out/gloo-$n.txt") <(grep -v '^#' "$out/ringrt-shm-$n.txt") \
-        <(grep -v '^#' "$out/mpi-sm-$n.txt") |
+        <(grep -v '^#' "$out/mpi-sm-$n.txt") <(grep -v '^#' "$out/mpi-tcp-ring-$n.txt") |
     awk '{ # 6 columns per table: size count time algbw busbw iters
-      rt=$5; mt=$11; gl=$17; rs=$23; ms=$29;
-      printf "%12s | %9.3f %9.3f %9.3f %8.2f %8.2f | %9.3f %9.3f %8.2f\n", $1, rt, mt, gl, rt/mt, rt/gl, rs, ms, rs/ms;
+      rt=$5; mt=$11; gl=$17; rs=$23; ms=$29; mr=$35;
+      printf "%12s | %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f | %9.3f %9.3f %8.2f\n", $1, rt, mt, mr, gl,
+             rt/mt, rt/mr, rt/gl, rs, ms, rs/ms;
       if ($1 == 4096) lat = sprintf("  4 KiB latency: ringrt-tcp %.1f us vs mpi-tcp %.1f us (x%.2f); ringrt-shm %.1f us vs mpi-sm %.1f us (x%.2f)",
                                     $3, $9, $3/$9, $21, $27, $21/$27);
     } END { if (lat != "") print lat }'
