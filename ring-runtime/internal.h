@@ -50,6 +50,7 @@ const char* secret();            // RINGRT_SECRET
 const char* timeout_ms();        // RINGRT_TIMEOUT_MS
 const char* init_timeout_ms();   // RINGRT_INIT_TIMEOUT_MS
 const char* backend();           // RINGRT_BACKEND
+const char* tcp_algorithm();     // RINGRT_TCP_ALGORITHM
 const char* hostname();          // RINGRT_HOSTNAME
 const char* debug();             // RINGRT_DEBUG
 const char* slurm_procid();      // SLURM_PROCID
@@ -59,6 +60,11 @@ const char* slurm_job_id();      // SLURM_JOB_ID
 }  // namespace env
 
 // ---- resolved configuration ----------------------------------------------------------------
+// How the TCP engine allreduces large buffers: the ring (reduce-scatter + allgather, 2(m-1)
+// steps), or, on a ring of exactly four, recursive halving and doubling (4 steps, pairs along
+// the ring's own edges: a ring of four is a square, i.e. a 2-cube). Auto: halving on four.
+enum class TcpAlgorithm { kAuto, kRing, kHalving };
+
 struct Config {
   int rank = -1;
   int world_size = 0;
@@ -68,6 +74,7 @@ struct Config {
   int timeout_ms = 5000;
   int init_timeout_ms = 60000;
   ringrt_backend_t backend = RINGRT_BACKEND_AUTO;
+  TcpAlgorithm tcp_algorithm = TcpAlgorithm::kAuto;  // RINGRT_TCP_ALGORITHM, read by both paths
   std::string hostname;
 };
 rr config_from_env(Config* out);
@@ -105,7 +112,7 @@ uint16_t float_to_bf16(float f);
 constexpr uint32_t kFrameMagic = 0x31545252u;  // "RRT1" little-endian
 enum FrameType : uint8_t { kFrameData = 1, kFrameKeepalive = 2, kFrameAbort = 3 };
 enum CollKind : uint8_t { kCollAllreduce = 1, kCollAllgatherReduce = 2, kCollBroadcast = 3,
-                          kCollBarrier = 4 };
+                          kCollBarrier = 4, kCollAllreduceHalving = 5 };
 struct FrameHeader {
   uint32_t magic;
   uint8_t type;
@@ -183,15 +190,17 @@ class TcpRing {
   rr allreduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq);
   rr broadcast(void* buf, size_t bytes, int root_index, uint32_t seq);
   rr barrier(uint32_t seq);
-  // Best effort: tell the next rank that `blamed` failed (it forwards it round the ring).
+  // Best effort: tell both neighbours that `blamed` failed (they pass it on).
   void send_abort(rr code, int blamed, const std::string& why);
-  // Send a keepalive if the outgoing stream is at a frame boundary and quiet for a while.
+  // Send a keepalive to the next member if that stream is at a frame boundary and quiet for a
+  // while.
   void keepalive_tick();
   void set_tick(std::function<void()> f) { tick_ = std::move(f); }
   int in_fd() const { return in_.fd; }
   int out_fd() const { return out_.fd; }
   int prev_rank() const { return prev_; }
   int next_rank() const { return next_; }
+  TcpAlgorithm algorithm = TcpAlgorithm::kAuto;
   size_t segment_bytes = 256 * 1024;     // pipelining unit
   size_t small_bytes = 16 * 1024;        // at or below: allgather-then-reduce (n-1 hops)
   int spin_us = 0;                       // busy-poll before sleeping in poll()
@@ -201,32 +210,47 @@ class TcpRing {
   int timeout_ms = 5000;
 
  private:
-  ssize_t send_pending_frame();
-  struct RecvItem { char* dst; uint32_t len; uint8_t action; };  // action: 0 copy, 1 reduce, 2 reduce+div
-  struct SendItem { const char* src; uint32_t len; int32_t dep; };
+  // The two connections: to/from the previous member and to/from the next one. The ring sends
+  // on kNext and receives on kPrev; halving/doubling uses both ways of both.
+  enum Link : uint8_t { kPrev = 0, kNext = 1 };
+  int fd_of(int link) const { return link == kNext ? out_.fd : in_.fd; }
+  int peer_of(int link) const { return link == kNext ? next_ : prev_; }
+  ssize_t send_pending_frame(int link);
+  bool out_partial(int link) const {
+    return out_hdr_sent_[link] < 32 || out_payload_sent_[link] < out_payload_len_[link];
+  }
+  void send_keepalive(int link);
+  // action: 0 copy, 1 reduce, 2 reduce+div
+  struct RecvItem { char* dst; uint32_t len; uint8_t action; uint8_t link; };
+  struct SendItem { const char* src; uint32_t len; int32_t dep; uint8_t link; };
   rr run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq);
   rr on_error(rr code);
   rr check_backward();
   rr allgather_reduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div,
                       uint32_t seq, uint8_t kind);
+  void plan_ring_allreduce(char* base, size_t count, size_t esz, int div);
+  void plan_halving_allreduce(char* base, size_t count, size_t esz, int div);
 
   std::vector<int> members_;
   int index_ = 0, rank_ = -1, prev_ = -1, next_ = -1;
-  Fd in_, out_;
+  Fd in_, out_;  // the connection from the previous member and the one to the next
   std::vector<RecvItem> recvs_;
   std::vector<SendItem> sends_;
+  // Which links the current collective keeps alive while it waits: one-way ones only the next
+  // member (and watch it for abort notices coming back); halving/doubling each link it still
+  // owes data on (a peer waits only for what it is owed, and one that has it all may have
+  // exited).
+  bool one_way_ = true;  // data flows prev -> us -> next only (all but halving/doubling)
   std::vector<char> staging_;
   std::vector<char> gather_;
-  // persistent receive state (a header may be prefetched across operations)
-  FrameHeader hdr_{};
-  size_t hdr_got_ = 0;
-  FrameHeader back_hdr_{};  // an abort frame coming backwards from the next member
-  size_t back_got_ = 0;
-  // outgoing frame state
-  FrameHeader out_hdr_{};
-  size_t out_hdr_sent_ = 32, out_payload_sent_ = 0, out_payload_len_ = 0;
-  const char* out_payload_ = nullptr;
-  int64_t last_out_ns_ = 0;
+  // persistent receive state per link (a header may be prefetched across operations)
+  FrameHeader in_hdr_[2] = {};
+  size_t in_got_[2] = {0, 0};
+  // outgoing frame state per link
+  FrameHeader out_hdr_[2] = {};
+  size_t out_hdr_sent_[2] = {32, 32}, out_payload_sent_[2] = {0, 0}, out_payload_len_[2] = {0, 0};
+  const char* out_payload_[2] = {nullptr, nullptr};
+  int64_t last_out_ns_[2] = {0, 0};
   std::function<void()> tick_;
   uint8_t kind_ = 0;
   uint32_t seq_ = 0;

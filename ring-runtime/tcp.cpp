@@ -93,6 +93,7 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
   members_ = members;
   rank_ = cfg.rank;
   timeout_ms = cfg.timeout_ms;
+  algorithm = cfg.tcp_algorithm;
   auto it = std::find(members_.begin(), members_.end(), rank_);
   if (it == members_.end()) return fail(RINGRT_ERR_STATE, -1, "rank %d is not a member of its ring", rank_);
   index_ = static_cast<int>(it - members_.begin());
@@ -148,7 +149,7 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
   dack_mac(cfg.secret, mine, mac);
   if (ack.magic != kDataMagic || !equal_ct(mac, ack.mac, 32))
     return fail(RINGRT_ERR_AUTH, next_, "rank %d does not prove the job secret", next_);
-  last_out_ns_ = now_ns();
+  last_out_ns_[kPrev] = last_out_ns_[kNext] = now_ns();
   return RINGRT_OK;
 }
 
@@ -158,22 +159,24 @@ rr TcpRing::on_error(rr code) {
   return code;
 }
 
-// One non-blocking sendmsg of what is left of the outgoing frame (header, then payload); advances
-// the counters by what the kernel took. Returns sendmsg's result.
-ssize_t TcpRing::send_pending_frame() {
+// One non-blocking sendmsg of what is left of the link's outgoing frame (header, then payload);
+// advances the counters by what the kernel took. Returns sendmsg's result.
+ssize_t TcpRing::send_pending_frame(int link) {
   iovec iov[2];
   int cnt = 0;
-  if (out_hdr_sent_ < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_) + out_hdr_sent_, 32 - out_hdr_sent_};
-  if (out_payload_sent_ < out_payload_len_)
-    iov[cnt++] = {const_cast<char*>(out_payload_) + out_payload_sent_, out_payload_len_ - out_payload_sent_};
+  size_t& hs = out_hdr_sent_[link];
+  size_t& ps = out_payload_sent_[link];
+  if (hs < 32) iov[cnt++] = {reinterpret_cast<char*>(&out_hdr_[link]) + hs, 32 - hs};
+  if (ps < out_payload_len_[link])
+    iov[cnt++] = {const_cast<char*>(out_payload_[link]) + ps, out_payload_len_[link] - ps};
   msghdr mh{};
   mh.msg_iov = iov;
   mh.msg_iovlen = cnt;
-  ssize_t n = ::sendmsg(out_.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t n = ::sendmsg(fd_of(link), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
   if (n > 0) {
-    size_t h = std::min(static_cast<size_t>(n), 32 - out_hdr_sent_);
-    out_hdr_sent_ += h;
-    out_payload_sent_ += static_cast<size_t>(n) - h;
+    size_t h = std::min(static_cast<size_t>(n), 32 - hs);
+    hs += h;
+    ps += static_cast<size_t>(n) - h;
   }
   return n;
 }
@@ -195,71 +198,84 @@ void TcpRing::send_abort(rr code, int blamed, const std::string& why) {
   seal_header(&h);
   std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
   frame += msg;
-  // Backwards too, on the connection from the previous member (its sending side watches for
-  // this), so that the rank before a dead next one hears why its peer went away.
   log_msg("giving up on the ring: rank %d failed (%s); telling ranks %d and %d", blamed, saved_detail.c_str(), prev_,
           next_);
-  if (in_.ok() && blamed != prev_)
-    send_all(in_.fd, frame.data(), frame.size(), dl, prev_, "an abort notice");
-  if (!out_.ok() || blamed == next_) {
-    set_error(code, saved_blamed, saved_detail);
-    return;
-  }
-  // finish a partly written frame first so that the abort starts on a frame boundary
-  while (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) {
-    ssize_t n = send_pending_frame();
-    if (n > 0) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EINTR) && now_ns() < dl) {
-      pollfd p{out_.fd, POLLOUT, 0};
-      ::poll(&p, 1, 10);
-      continue;
+  // To both neighbours but the blamed one, each on a frame boundary (a partly written frame is
+  // finished first): the previous member watches its connection to us while it sends, so the
+  // rank before a dead next one hears why its peer went away; the next one reads it in stream.
+  for (int link : {kPrev, kNext}) {
+    const int fd = fd_of(link);
+    if (fd < 0 || blamed == peer_of(link)) continue;
+    bool boundary = true;
+    while (out_partial(link)) {
+      ssize_t n = send_pending_frame(link);
+      if (n > 0) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EINTR) && now_ns() < dl) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, 10);
+        continue;
+      }
+      boundary = false;
+      break;
     }
-    set_error(code, saved_blamed, saved_detail);
-    return;
+    if (boundary) send_all(fd, frame.data(), frame.size(), dl, peer_of(link), "an abort notice");
   }
-  send_all(out_.fd, frame.data(), frame.size(), dl, next_, "an abort notice");
   set_error(code, saved_blamed, saved_detail);
 }
 
-void TcpRing::keepalive_tick() {
-  if (!out_.ok() || broken_) return;
-  if (out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_) return;  // mid-frame
+void TcpRing::keepalive_tick() { send_keepalive(kNext); }
+
+void TcpRing::send_keepalive(int link) {
+  const int fd = fd_of(link);
+  if (fd < 0 || broken_ || out_partial(link)) return;  // mid-frame
   int64_t now = now_ns();
-  if (now - last_out_ns_ < ms_to_ns(timeout_ms) / 4) return;
-  out_hdr_ = FrameHeader{};
-  out_hdr_.magic = kFrameMagic;
-  out_hdr_.type = kFrameKeepalive;
-  out_hdr_.src = rank_;
-  seal_header(&out_hdr_);
-  out_payload_ = nullptr;
-  out_payload_len_ = out_payload_sent_ = 0;
-  ssize_t n = ::send(out_.fd, &out_hdr_, 32, MSG_NOSIGNAL | MSG_DONTWAIT);
-  out_hdr_sent_ = n > 0 ? static_cast<size_t>(n) : 0;
-  if (n < 0 && errno != EAGAIN && errno != EINTR) out_hdr_sent_ = 32;  // the error shows up later
-  last_out_ns_ = now;
+  if (now - last_out_ns_[link] < ms_to_ns(timeout_ms) / 4) return;
+  FrameHeader& h = out_hdr_[link];
+  h = FrameHeader{};
+  h.magic = kFrameMagic;
+  h.type = kFrameKeepalive;
+  h.src = rank_;
+  seal_header(&h);
+  out_payload_[link] = nullptr;
+  out_payload_len_[link] = out_payload_sent_[link] = 0;
+  ssize_t n = ::send(fd, &h, 32, MSG_NOSIGNAL | MSG_DONTWAIT);
+  out_hdr_sent_[link] = n > 0 ? static_cast<size_t>(n) : 0;
+  if (n < 0 && errno != EAGAIN && errno != EINTR) out_hdr_sent_[link] = 32;  // the error shows up later
+  last_out_ns_[link] = now;
 }
 
-// The next member only ever writes to us to say it gave up (an abort frame) or by closing.
+// In one-way collectives the next member only writes to us to say it gave up (an abort frame),
+// to keep us informed (keepalives), or by closing.
 rr TcpRing::check_backward() {
-  while (back_got_ < 32) {
-    ssize_t n = ::recv(out_.fd, reinterpret_cast<char*>(&back_hdr_) + back_got_, 32 - back_got_, MSG_DONTWAIT);
-    if (n > 0) { back_got_ += static_cast<size_t>(n); continue; }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return RINGRT_OK;
-    return fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection (%s; op %u, %s)", next_,
-                n == 0 ? "end of stream" : std::strerror(errno), seq_, coll_name(kind_));
+  FrameHeader& h = in_hdr_[kNext];
+  size_t& got = in_got_[kNext];
+  for (;;) {
+    while (got < 32) {
+      ssize_t n = ::recv(out_.fd, reinterpret_cast<char*>(&h) + got, 32 - got, MSG_DONTWAIT);
+      if (n > 0) { got += static_cast<size_t>(n); continue; }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return RINGRT_OK;
+      return fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection (%s; op %u, %s)", next_,
+                  n == 0 ? "end of stream" : std::strerror(errno), seq_, coll_name(kind_));
+    }
+    if (h.magic == kFrameMagic && h.check == header_check(h) && h.type == kFrameKeepalive) {
+      got = 0;
+      continue;
+    }
+    break;
   }
-  const FrameHeader& h = back_hdr_;
   if (h.magic != kFrameMagic || h.check != header_check(h) || h.type != kFrameAbort || h.length > 1024)
     return fail(RINGRT_ERR_PROTOCOL, next_, "rank %d sent an unexpected frame backwards", next_);
   std::string msg(h.length, '\0');
   if (h.length && recv_all(out_.fd, &msg[0], h.length, now_ns() + ms_to_ns(1000), next_, "an abort notice") != RINGRT_OK)
     msg = "rank " + std::to_string(h.aux) + " failed";
-  back_got_ = 0;
+  got = 0;
   return fail(h.op == RINGRT_ERR_PROTOCOL ? RINGRT_ERR_PROTOCOL : RINGRT_ERR_PEER, h.aux, "%s", msg.c_str());
 }
 
 // ---- the engine ----------------------------------------------------------------------------
+// Streams sends_ and recvs_, each in its order; a send waits for the receive it depends on.
+// Frames on one link arrive in the order they were sent, so item numbers match on both sides.
 rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq) {
   kind_ = kind;
   seq_ = seq;
@@ -269,44 +285,57 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
   const size_t esz = dtype_size(t);
   size_t ri = 0, si = 0, rpay = 0;
   bool rhdr = false;
+  int slink = kNext;  // link of the data frame sent last
   const int64_t T = ms_to_ns(timeout_ms);
   int64_t now = now_ns();
   int64_t last_in = now, last_progress = now, send_blocked_since = 0, last_tick = now;
   const int64_t spin_ns = static_cast<int64_t>(spin_us) * 1000;
   const char* what = coll_name(kind);
+  // Two-way collectives: one past the last send item on each link (keepalives go where we owe).
+  size_t owed_until[2] = {0, 0};
+  for (size_t k = 0; k < ns; ++k) owed_until[sends_[k].link] = k + 1;
 
-  auto out_partial = [&] { return out_hdr_sent_ < 32 || out_payload_sent_ < out_payload_len_; };
+  auto any_partial = [&] { return out_partial(kPrev) || out_partial(kNext); };
 
-  while (ri < nr || si < ns || out_partial()) {
+  while (ri < nr || si < ns || any_partial()) {
     bool progress = false;
-    bool want_write = false;
-    // ---- send side: flush the current frame, then start the next ready one
+    int wlink = -1;  // the link a send is blocked on
+    // ---- send side: finish the frame in flight, then start the next ready item (after a
+    // keepalive still in flight on its link); keepalives left on the other link go last.
     while (true) {
-      if (!out_partial()) {
-        if (si < ns && (sends_[si].dep < 0 || static_cast<size_t>(sends_[si].dep) < ri)) {
-          const SendItem& s = sends_[si];
-          out_hdr_ = FrameHeader{};
-          out_hdr_.magic = kFrameMagic;
-          out_hdr_.type = kFrameData;
-          out_hdr_.kind = kind;
-          out_hdr_.dtype = static_cast<uint8_t>(t);
-          out_hdr_.op = static_cast<uint8_t>(op);
-          out_hdr_.seq = seq;
-          out_hdr_.item = static_cast<uint32_t>(si);
-          out_hdr_.length = s.len;
-          out_hdr_.src = rank_;
-          out_hdr_.aux = 0;
-          seal_header(&out_hdr_);
-          out_hdr_sent_ = 0;
-          out_payload_ = s.src;
-          out_payload_len_ = s.len;
-          out_payload_sent_ = 0;
+      int link;
+      if (out_partial(slink)) {
+        link = slink;
+      } else if (si < ns && (sends_[si].dep < 0 || static_cast<size_t>(sends_[si].dep) < ri)) {
+        const SendItem& s = sends_[si];
+        link = s.link;
+        if (!out_partial(link)) {
+          FrameHeader& h = out_hdr_[link];
+          h = FrameHeader{};
+          h.magic = kFrameMagic;
+          h.type = kFrameData;
+          h.kind = kind;
+          h.dtype = static_cast<uint8_t>(t);
+          h.op = static_cast<uint8_t>(op);
+          h.seq = seq;
+          h.item = static_cast<uint32_t>(si);
+          h.length = s.len;
+          h.src = rank_;
+          h.aux = 0;
+          seal_header(&h);
+          out_hdr_sent_[link] = 0;
+          out_payload_[link] = s.src;
+          out_payload_len_[link] = s.len;
+          out_payload_sent_[link] = 0;
+          slink = link;
           si++;
-        } else {
-          break;
         }
+      } else if (out_partial(slink ^ 1)) {
+        link = slink ^ 1;
+      } else {
+        break;
       }
-      ssize_t n = send_pending_frame();
+      ssize_t n = send_pending_frame(link);
       if (n > 0) {
         progress = true;
         send_blocked_since = 0;
@@ -314,92 +343,95 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        want_write = true;
+        wlink = link;
         break;
       }
-      fail(RINGRT_ERR_PEER, next_, "rank %d died or closed its connection: sending failed: %s (op %u, %s)", next_,
-           std::strerror(errno), seq, what);
+      fail(RINGRT_ERR_PEER, peer_of(link), "rank %d died or closed its connection: sending failed: %s (op %u, %s)",
+           peer_of(link), std::strerror(errno), seq, what);
       return on_error(RINGRT_ERR_PEER);
     }
     // ---- receive side
     while (ri < nr) {
+      const RecvItem& it = recvs_[ri];
+      const int fd = fd_of(it.link), peer = peer_of(it.link);
+      FrameHeader& hdr = in_hdr_[it.link];
+      size_t& got = in_got_[it.link];
       if (!rhdr) {
-        if (hdr_got_ < 32) {
-          ssize_t n = ::recv(in_.fd, reinterpret_cast<char*>(&hdr_) + hdr_got_, 32 - hdr_got_, MSG_DONTWAIT);
-          if (n > 0) { hdr_got_ += static_cast<size_t>(n); progress = true; last_in = now_ns(); }
+        if (got < 32) {
+          ssize_t n = ::recv(fd, reinterpret_cast<char*>(&hdr) + got, 32 - got, MSG_DONTWAIT);
+          if (n > 0) { got += static_cast<size_t>(n); progress = true; last_in = now_ns(); }
           else if (n == 0) {
-            fail(RINGRT_ERR_PEER, prev_, "rank %d died or closed its connection (op %u, %s)", prev_, seq, what);
+            fail(RINGRT_ERR_PEER, peer, "rank %d died or closed its connection (op %u, %s)", peer, seq, what);
             return on_error(RINGRT_ERR_PEER);
           } else if (errno == EINTR) continue;
           else if (errno == EAGAIN || errno == EWOULDBLOCK) break;
           else {
-            fail(RINGRT_ERR_PEER, prev_, "rank %d: connection lost: %s (op %u, %s)", prev_, std::strerror(errno), seq,
+            fail(RINGRT_ERR_PEER, peer, "rank %d: connection lost: %s (op %u, %s)", peer, std::strerror(errno), seq,
                  what);
             return on_error(RINGRT_ERR_PEER);
           }
-          if (hdr_got_ < 32) continue;
+          if (got < 32) continue;
         }
         // a whole header is here: validate it
-        const FrameHeader& h = hdr_;
+        const FrameHeader& h = hdr;
         if (h.magic != kFrameMagic || h.check != header_check(h)) {
-          fail(RINGRT_ERR_PROTOCOL, prev_, "malformed frame from rank %d (bad magic or header checksum; op %u, %s)",
-               prev_, seq, what);
+          fail(RINGRT_ERR_PROTOCOL, peer, "malformed frame from rank %d (bad magic or header checksum; op %u, %s)",
+               peer, seq, what);
           return on_error(RINGRT_ERR_PROTOCOL);
         }
-        if (h.type == kFrameKeepalive) { hdr_got_ = 0; continue; }
+        if (h.type == kFrameKeepalive) { got = 0; continue; }
         if (h.type == kFrameAbort) {
           std::string msg;
           if (h.length > 0 && h.length <= 1024) {
             msg.resize(h.length);
-            if (recv_all(in_.fd, &msg[0], h.length, now_ns() + ms_to_ns(1000), prev_, "an abort notice") != RINGRT_OK)
+            if (recv_all(fd, &msg[0], h.length, now_ns() + ms_to_ns(1000), peer, "an abort notice") != RINGRT_OK)
               msg = "(reason lost)";
           }
-          hdr_got_ = 0;
+          got = 0;
           rr code = (h.op == RINGRT_ERR_PROTOCOL) ? RINGRT_ERR_PROTOCOL : RINGRT_ERR_PEER;
           if (msg.empty()) msg = "rank " + std::to_string(h.aux) + " failed";
           fail(code, h.aux, "%s", msg.c_str());
           return on_error(code);
         }
-        const RecvItem& it = recvs_[ri];
         const char* bad = nullptr;
         if (h.type != kFrameData) bad = "unknown frame type";
-        else if (h.src != prev_) bad = "wrong source rank";
+        else if (h.src != peer) bad = "wrong source rank";
         else if (h.seq != seq) bad = "operation sequence number mismatch (ranks called different collectives?)";
         else if (h.kind != kind) bad = "collective mismatch (ranks called different collectives?)";
         else if (h.dtype != t || h.op != op) bad = "dtype/op mismatch";
         else if (h.item != ri) bad = "frame out of order";
         else if (h.length != it.len) bad = "length mismatch (truncated frame, or ranks passed different counts)";
         if (bad) {
-          fail(RINGRT_ERR_PROTOCOL, prev_,
+          fail(RINGRT_ERR_PROTOCOL, peer,
                "protocol error from rank %d: %s (got type %u seq %u kind %u item %u length %u; expected seq %u kind %u "
                "item %zu length %u)",
-               prev_, bad, h.type, h.seq, h.kind, h.item, h.length, seq, kind, ri, it.len);
+               peer, bad, h.type, h.seq, h.kind, h.item, h.length, seq, kind, ri, it.len);
           return on_error(RINGRT_ERR_PROTOCOL);
         }
         rhdr = true;
         rpay = 0;
-        hdr_got_ = 0;
+        got = 0;
       }
-      const RecvItem& it = recvs_[ri];
       if (rpay < it.len) {
         char* dst = it.action == 0 ? it.dst : staging_.data();
-        iovec iov[2] = {{dst + rpay, it.len - rpay}, {reinterpret_cast<char*>(&hdr_), 32}};
-        ssize_t n = ::readv(in_.fd, iov, 2);
+        // the payload and, when it is already there, the header of the link's next frame
+        iovec iov[2] = {{dst + rpay, it.len - rpay}, {reinterpret_cast<char*>(&hdr), 32}};
+        ssize_t n = ::readv(fd, iov, 2);
         if (n > 0) {
           size_t c = std::min(static_cast<size_t>(n), it.len - rpay);
           rpay += c;
-          hdr_got_ = static_cast<size_t>(n) - c;
+          got = static_cast<size_t>(n) - c;
           progress = true;
           last_in = now_ns();
         } else if (n == 0) {
-          fail(RINGRT_ERR_PEER, prev_, "rank %d died or closed its connection mid-frame (op %u, %s)", prev_, seq, what);
+          fail(RINGRT_ERR_PEER, peer, "rank %d died or closed its connection mid-frame (op %u, %s)", peer, seq, what);
           return on_error(RINGRT_ERR_PEER);
         } else if (errno == EINTR) {
           continue;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
           break;
         } else {
-          fail(RINGRT_ERR_PEER, prev_, "rank %d: connection lost: %s (op %u, %s)", prev_, std::strerror(errno), seq,
+          fail(RINGRT_ERR_PEER, peer, "rank %d: connection lost: %s (op %u, %s)", peer, std::strerror(errno), seq,
                what);
           return on_error(RINGRT_ERR_PEER);
         }
@@ -414,42 +446,56 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
       last_progress = now_ns();
       continue;
     }
-    // ---- nothing moved: check deadlines, keep the next rank informed, then sleep in poll()
+    // ---- nothing moved: check deadlines, keep waiting peers informed, then sleep in poll()
     now = now_ns();
     if (ri < nr && now - last_in > T) {
-      fail(RINGRT_ERR_PEER, prev_, "rank %d stalled: no data from it for %d ms (op %u, %s) [detected by rank %d]",
-           prev_, timeout_ms, seq, what, rank_);
+      const int peer = peer_of(recvs_[ri].link);
+      fail(RINGRT_ERR_PEER, peer, "rank %d stalled: no data from it for %d ms (op %u, %s) [detected by rank %d]",
+           peer, timeout_ms, seq, what, rank_);
       return on_error(RINGRT_ERR_PEER);
     }
-    if (want_write) {
+    if (wlink >= 0) {
       if (!send_blocked_since) send_blocked_since = now;
       else if (now - send_blocked_since > T) {
-        fail(RINGRT_ERR_PEER, next_, "rank %d stalled: it read nothing from us for %d ms (op %u, %s) [detected by rank %d]",
-             next_, timeout_ms, seq, what, rank_);
+        fail(RINGRT_ERR_PEER, peer_of(wlink),
+             "rank %d stalled: it read nothing from us for %d ms (op %u, %s) [detected by rank %d]", peer_of(wlink),
+             timeout_ms, seq, what, rank_);
         return on_error(RINGRT_ERR_PEER);
       }
     }
-    if (ri < nr) keepalive_tick();
+    if (ri < nr) {
+      if (one_way_) {
+        send_keepalive(kNext);
+      } else {
+        for (int link : {kPrev, kNext})
+          if (si < owed_until[link]) send_keepalive(link);
+      }
+    }
     if (tick_ && now - last_tick > T / 8) { tick_(); last_tick = now; }
     if (spin_ns > 0 && now - last_progress < spin_ns) {
       if (yield_spin) sched_yield();
       continue;
     }
+    short events[2] = {0, 0};
+    if (ri < nr) events[recvs_[ri].link] |= POLLIN;
+    if (wlink >= 0) events[wlink] |= POLLOUT;
+    // one-way: an abort notice from the next member while we still send to it
+    const bool watch_next = one_way_ && (si < ns || any_partial());
+    if (watch_next) events[kNext] |= POLLIN | POLLRDHUP;
     pollfd pf[2];
-    int np = 0;
-    if (ri < nr) pf[np++] = {in_.fd, POLLIN, 0};
-    bool watch_out = si < ns || out_partial();
-    if (watch_out) pf[np++] = {out_.fd, static_cast<short>((want_write ? POLLOUT : 0) | POLLIN | POLLRDHUP), 0};
+    int np = 0, next_at = -1;
+    for (int link : {kPrev, kNext}) {
+      if (!events[link]) continue;
+      if (link == kNext) next_at = np;
+      pf[np++] = {fd_of(link), events[link], 0};
+    }
     int64_t wake = now + T / 8;
     if (ri < nr) wake = std::min(wake, last_in + T + 1000000);
     if (send_blocked_since) wake = std::min(wake, send_blocked_since + T + 1000000);
     int pr = ::poll(pf, np, std::max(1, ms_until(wake, now)));
-    if (pr > 0 && watch_out) {
-      const pollfd& o = pf[np - 1];
-      if (o.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) {
-        rr rc = check_backward();
-        if (rc != RINGRT_OK) return on_error(rc);
-      }
+    if (pr > 0 && watch_next && (pf[next_at].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+      rr rc = check_backward();
+      if (rc != RINGRT_OK) return on_error(rc);
     }
   }
   return RINGRT_OK;
@@ -465,22 +511,45 @@ rr TcpRing::allreduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op,
   }
   const size_t esz = dtype_size(t);
   if (count * esz <= small_bytes) return allgather_reduce(buf, count, t, op, div, seq, kCollAllreduce);
-  char* base = static_cast<char*>(buf);
-  const size_t per = count / m, rem = count % m;
-  auto boff = [&](int b) { return static_cast<size_t>(b) * per + std::min(static_cast<size_t>(b), rem); };
-  auto bsize = [&](int b) { return per + (static_cast<size_t>(b) < rem ? 1 : 0); };
-  const size_t maxblock = (per + (rem ? 1 : 0)) * esz;
-  size_t seg_elems = std::max<size_t>(1, segment_bytes / esz);
-  const size_t nseg = std::max<size_t>(1, (maxblock / esz + seg_elems - 1) / seg_elems);
-  auto seg = [&](int b, size_t j, char** p, uint32_t* len) {
-    size_t bs = bsize(b);
-    size_t lo = j * bs / nseg, hi = (j + 1) * bs / nseg;
-    *p = base + (boff(b) + lo) * esz;
-    *len = static_cast<uint32_t>((hi - lo) * esz);
-  };
   recvs_.clear();
   sends_.clear();
-  const int i = index_;
+  const bool halving = m == 4 && algorithm != TcpAlgorithm::kRing;
+  if (halving) plan_halving_allreduce(static_cast<char*>(buf), count, esz, div);
+  else plan_ring_allreduce(static_cast<char*>(buf), count, esz, div);
+  one_way_ = !halving;
+  return run(halving ? kCollAllreduceHalving : kCollAllreduce, t, op, div, seq);
+}
+
+// Block b of m (the first count % m blocks one element longer), cut into nseg segments; the
+// staging buffer is sized for the largest segment.
+namespace {
+struct Blocks {
+  char* base;
+  size_t esz, per, rem, nseg;
+  Blocks(char* b, size_t count, size_t e, int m, size_t segment_bytes) : base(b), esz(e) {
+    per = count / m;
+    rem = count % m;
+    size_t seg_elems = std::max<size_t>(1, segment_bytes / esz);
+    nseg = std::max<size_t>(1, (per + (rem ? 1 : 0) + seg_elems - 1) / seg_elems);
+  }
+  size_t size(int b) const { return per + (static_cast<size_t>(b) < rem ? 1 : 0); }
+  size_t offset(int b) const { return static_cast<size_t>(b) * per + std::min(static_cast<size_t>(b), rem); }
+  void segment(int b, size_t j, char** p, uint32_t* len) const {
+    size_t bs = size(b);
+    size_t lo = j * bs / nseg, hi = (j + 1) * bs / nseg;
+    *p = base + (offset(b) + lo) * esz;
+    *len = static_cast<uint32_t>((hi - lo) * esz);
+  }
+  size_t max_segment_bytes() const { return ((per + (rem ? 1 : 0)) + nseg - 1) / nseg * esz + esz; }
+};
+}  // namespace
+
+// Ring: 2(m-1) steps; in reduce-scatter step s member i sends block i-s and reduces block
+// i-s-1 into its buffer, then the allgather passes the reduced blocks on.
+void TcpRing::plan_ring_allreduce(char* base, size_t count, size_t esz, int div) {
+  const int m = size(), i = index_;
+  const Blocks bl(base, count, esz, m, segment_bytes);
+  const size_t nseg = bl.nseg;
   for (int s = 0; s < 2 * (m - 1); ++s) {
     bool rs = s < m - 1;
     int sb = rs ? ((i - s) % m + m) % m : ((i + 1 - (s - (m - 1))) % m + m) % m;
@@ -488,16 +557,65 @@ rr TcpRing::allreduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op,
     for (size_t j = 0; j < nseg; ++j) {
       char* p;
       uint32_t len;
-      seg(sb, j, &p, &len);
-      sends_.push_back({p, len, s == 0 ? -1 : static_cast<int32_t>((s - 1) * nseg + j)});
-      seg(rb, j, &p, &len);
+      bl.segment(sb, j, &p, &len);
+      sends_.push_back({p, len, s == 0 ? -1 : static_cast<int32_t>((s - 1) * nseg + j), kNext});
+      bl.segment(rb, j, &p, &len);
       uint8_t action = rs ? (s == m - 2 && div > 1 ? 2 : 1) : 0;
-      recvs_.push_back({p, len, action});
+      recvs_.push_back({p, len, action, kPrev});
     }
   }
-  size_t maxseg = (maxblock / esz + nseg - 1) / nseg * esz + esz;
-  if (staging_.size() < maxseg) staging_.resize(maxseg);
-  return run(kCollAllreduce, t, op, div, seq);
+  if (staging_.size() < bl.max_segment_bytes()) staging_.resize(bl.max_segment_bytes());
+}
+
+// Recursive halving and doubling on a ring of four, pairs along its edges: (0,1) and (2,3) swap
+// halves, then (1,2) and (3,0) swap quarters of what they kept; the allgather retraces the two
+// steps backwards. Member i ends the reduction owning quarter mine[i]; other[i] is the rest of
+// its half, which its second partner owns. Each member reduces only its own quarter's final
+// value, so all members hold bitwise the same result. Items are ordered so that what the next
+// step sends first arrives first.
+void TcpRing::plan_halving_allreduce(char* base, size_t count, size_t esz, int div) {
+  static const int mine[4] = {0, 2, 3, 1};
+  static const int other[4] = {1, 3, 2, 0};
+  const int i = index_;
+  const int p1 = i ^ 1;                                 // step-1 partner: 0-1, 2-3
+  const uint8_t l1 = i % 2 == 0 ? kNext : kPrev;
+  const uint8_t l2 = i % 2 == 0 ? kPrev : kNext;        // step-2 partner: 1-2, 3-0
+  const Blocks q(base, count, esz, 4, segment_bytes);
+  const int32_t nseg = static_cast<int32_t>(q.nseg);
+  auto sends = [&](int quarter, uint8_t link, int32_t dep_base) {
+    for (int32_t j = 0; j < nseg; ++j) {
+      char* p;
+      uint32_t len;
+      q.segment(quarter, static_cast<size_t>(j), &p, &len);
+      sends_.push_back({p, len, dep_base < 0 ? -1 : dep_base + j, link});
+    }
+  };
+  auto recvs = [&](int quarter, uint8_t link, uint8_t action) {
+    for (int32_t j = 0; j < nseg; ++j) {
+      char* p;
+      uint32_t len;
+      q.segment(quarter, static_cast<size_t>(j), &p, &len);
+      recvs_.push_back({p, len, action, link});
+    }
+  };
+  const int f = mine[i], g = other[i], fp = mine[p1], gp = other[p1];
+  // step 1: give the partner its half (what it passes on first, first); reduce ours
+  sends(gp, l1, -1);
+  sends(fp, l1, -1);
+  recvs(g, l1, 1);  // recv items 0 .. nseg-1
+  recvs(f, l1, 1);  // nseg .. 2nseg-1
+  // step 2: give the second partner its quarter of our half; reduce ours to its final value
+  sends(g, l2, 0);
+  recvs(f, l2, div > 1 ? 2 : 1);  // 2nseg .. 3nseg-1
+  // step 3: swap the final quarters back
+  sends(f, l2, 2 * nseg);
+  recvs(g, l2, 0);  // 3nseg .. 4nseg-1
+  // step 4: swap the final halves back
+  sends(f, l1, 2 * nseg);
+  sends(g, l1, 3 * nseg);
+  recvs(fp, l1, 0);
+  recvs(gp, l1, 0);
+  if (staging_.size() < q.max_segment_bytes()) staging_.resize(q.max_segment_bytes());
 }
 
 rr TcpRing::allgather_reduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_t seq,
@@ -510,9 +628,10 @@ rr TcpRing::allgather_reduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_o
   sends_.clear();
   for (int s = 0; s < m - 1; ++s) {
     const char* src = s == 0 ? static_cast<const char*>(buf) : gather_.data() + (s - 1) * bytes;
-    sends_.push_back({src, static_cast<uint32_t>(bytes), s == 0 ? -1 : s - 1});
-    recvs_.push_back({gather_.data() + s * bytes, static_cast<uint32_t>(bytes), 0});
+    sends_.push_back({src, static_cast<uint32_t>(bytes), s == 0 ? -1 : s - 1, kNext});
+    recvs_.push_back({gather_.data() + s * bytes, static_cast<uint32_t>(bytes), 0, kPrev});
   }
+  one_way_ = true;
   RINGRT_CHECK(run(kind == kCollBarrier ? kCollBarrier : kCollAllgatherReduce, t, op, div, seq));
   // combine in member order so that every rank computes bitwise the same result
   auto contrib = [&](int k) -> const char* {
@@ -543,10 +662,11 @@ rr TcpRing::broadcast(void* buf, size_t bytes, int root_index, uint32_t seq) {
   for (size_t j = 0; j < nseg; ++j) {
     size_t lo = j * bytes / nseg, hi = (j + 1) * bytes / nseg;
     uint32_t len = static_cast<uint32_t>(hi - lo);
-    if (!root) recvs_.push_back({base + lo, len, 0});
-    if (root) sends_.push_back({base + lo, len, -1});
-    else if (!last) sends_.push_back({base + lo, len, static_cast<int32_t>(j)});
+    if (!root) recvs_.push_back({base + lo, len, 0, kPrev});
+    if (root) sends_.push_back({base + lo, len, -1, kNext});
+    else if (!last) sends_.push_back({base + lo, len, static_cast<int32_t>(j), kNext});
   }
+  one_way_ = true;
   return run(kCollBroadcast, RINGRT_INT32, RINGRT_SUM, 0, seq);
 }
 

@@ -86,6 +86,7 @@ const char* secret() { return get("RINGRT_SECRET"); }
 const char* timeout_ms() { return get("RINGRT_TIMEOUT_MS"); }
 const char* init_timeout_ms() { return get("RINGRT_INIT_TIMEOUT_MS"); }
 const char* backend() { return get("RINGRT_BACKEND"); }
+const char* tcp_algorithm() { return get("RINGRT_TCP_ALGORITHM"); }
 const char* hostname() { return get("RINGRT_HOSTNAME"); }
 const char* debug() { return get("RINGRT_DEBUG"); }
 const char* slurm_procid() { return get("SLURM_PROCID"); }
@@ -200,6 +201,12 @@ rr finish_config(Config* c) {
   if (c->init_timeout_ms <= 0) c->init_timeout_ms = c->timeout_ms > 60000 ? c->timeout_ms : 60000;
   if (c->hostname.empty()) c->hostname = default_hostname();
   if (c->hostname.size() > 63) c->hostname.resize(63);
+  if (const char* a = env::tcp_algorithm()) {
+    if (!std::strcmp(a, "auto")) c->tcp_algorithm = TcpAlgorithm::kAuto;
+    else if (!std::strcmp(a, "ring")) c->tcp_algorithm = TcpAlgorithm::kRing;
+    else if (!std::strcmp(a, "halving")) c->tcp_algorithm = TcpAlgorithm::kHalving;
+    else return fail(RINGRT_ERR_CONFIG, -1, "RINGRT_TCP_ALGORITHM=\"%s\": expected auto, ring or halving", a);
+  }
   return RINGRT_OK;
 }
 }  // namespace
@@ -300,6 +307,7 @@ void seal_header(FrameHeader* h) { h->check = header_check(*h); }
 const char* coll_name(uint8_t kind) {
   switch (kind) {
     case kCollAllreduce: return "allreduce";
+    case kCollAllreduceHalving: return "allreduce(halving)";
     case kCollAllgatherReduce: return "allreduce(small)";
     case kCollBroadcast: return "broadcast";
     case kCollBarrier: return "barrier";

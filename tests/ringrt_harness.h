@@ -51,6 +51,7 @@ struct WorldEnv {
   std::string backend = "auto";
   int timeout_ms = 3000;
   std::vector<std::string> hosts;  // per-rank RINGRT_HOSTNAME (empty: the real hostname)
+  std::string tcp_algorithm;       // RINGRT_TCP_ALGORITHM (empty: unset, the default)
   void apply(int rank) const {
     setenv("RINGRT_RANK", std::to_string(rank).c_str(), 1);
     setenv("RINGRT_WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -63,6 +64,8 @@ struct WorldEnv {
     setenv("RINGRT_INIT_TIMEOUT_MS", "20000", 1);
     if (rank < static_cast<int>(hosts.size())) setenv("RINGRT_HOSTNAME", hosts[rank].c_str(), 1);
     else unsetenv("RINGRT_HOSTNAME");
+    if (!tcp_algorithm.empty()) setenv("RINGRT_TCP_ALGORITHM", tcp_algorithm.c_str(), 1);
+    else unsetenv("RINGRT_TCP_ALGORITHM");
   }
 };
 

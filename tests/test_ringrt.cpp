@@ -159,13 +159,18 @@ void check_world(const WorldEnv& env, const std::vector<RankOutcome>& out) {
   (void)env;
 }
 
-void run_allreduce_world(int n, const std::string& backend, const std::vector<std::string>& hosts = {}) {
+// tcp_algorithm: RINGRT_TCP_ALGORITHM ("" unset); long: also a count of several pipelining
+// segments per block (slower, for the algorithms' own tests).
+void run_allreduce_world(int n, const std::string& backend, const std::vector<std::string>& hosts = {},
+                         const std::string& tcp_algorithm = "", bool long_count = false) {
   WorldEnv env;
   env.world = n;
   env.port = free_port();
   env.backend = backend;
   env.hosts = hosts;
-  const std::vector<size_t> counts = {1, 3, 1001, 4099, 70001};
+  env.tcp_algorithm = tcp_algorithm;
+  std::vector<size_t> counts = {1, 3, 1001, 4099, 70001};
+  if (long_count) counts.push_back(600011);
   auto out = run_world(env, [&](int r) { return allreduce_body(r, counts); }, 120);
   check_world(env, out);
 }
@@ -177,6 +182,8 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testTcpOneRank);
   CPPUNIT_TEST(testTcpTwoRanks);
   CPPUNIT_TEST(testTcpThreeRanks);
+  CPPUNIT_TEST(testTcpFourRanksHalving);
+  CPPUNIT_TEST(testTcpFourRanksRing);
   CPPUNIT_TEST(testTcpFiveRanks);
   CPPUNIT_TEST(testTcpEightRanks);
   CPPUNIT_TEST(testShmTwoRanks);
@@ -184,6 +191,7 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testShmEightRanks);
   CPPUNIT_TEST(testHierTwoNodesOfTwo);
   CPPUNIT_TEST(testHierUnevenNodes);
+  CPPUNIT_TEST(testHierFourNodes);
   CPPUNIT_TEST(testBroadcastAndBarrier);
   CPPUNIT_TEST(testSpbAveraging);
   CPPUNIT_TEST(testReformAtNewSize);
@@ -194,6 +202,9 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   void testTcpOneRank() { run_allreduce_world(1, "tcp"); }
   void testTcpTwoRanks() { run_allreduce_world(2, "tcp"); }
   void testTcpThreeRanks() { run_allreduce_world(3, "tcp"); }
+  // four ranks: recursive halving/doubling (the default there) and the ring
+  void testTcpFourRanksHalving() { run_allreduce_world(4, "tcp", {}, "halving", true); }
+  void testTcpFourRanksRing() { run_allreduce_world(4, "tcp", {}, "ring", true); }
   void testTcpFiveRanks() { run_allreduce_world(5, "tcp"); }
   void testTcpEightRanks() { run_allreduce_world(8, "tcp"); }
   void testShmTwoRanks() { run_allreduce_world(2, "shm"); }
@@ -201,6 +212,8 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   void testShmEightRanks() { run_allreduce_world(8, "shm"); }
   void testHierTwoNodesOfTwo() { run_allreduce_world(4, "auto", {"nodeA", "nodeA", "nodeB", "nodeB"}); }
   void testHierUnevenNodes() { run_allreduce_world(6, "hier", {"n1", "n2", "n2", "n3", "n3", "n3"}); }
+  // four node leaders: halving/doubling between nodes
+  void testHierFourNodes() { run_allreduce_world(6, "hier", {"a", "a", "b", "c", "c", "d"}); }
 
   void testBroadcastAndBarrier();
   void testSpbAveraging();

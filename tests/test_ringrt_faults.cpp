@@ -56,12 +56,13 @@ int until_failure(int rank, int victim, int timeout_ms, size_t count) {
 }
 
 void fault_world(int n, const std::string& backend, const std::vector<std::string>& hosts, int victim, bool stop,
-                 size_t count) {
+                 size_t count, const std::string& tcp_algorithm = "") {
   WorldEnv env;
   env.world = n;
   env.port = free_port();
   env.backend = backend;
   env.hosts = hosts;
+  env.tcp_algorithm = tcp_algorithm;
   env.timeout_ms = stop ? 1000 : 3000;
   auto out = run_world(
       env, [&](int r) { return until_failure(r, victim, env.timeout_ms, count); }, 60,
@@ -92,9 +93,12 @@ class RingrtFaultTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testWrongSecretRefused);
   CPPUNIT_TEST(testSecretFileMode);
   CPPUNIT_TEST(testKilledPeerTcp);
+  CPPUNIT_TEST(testKilledPeerTcpRingOfFour);
   CPPUNIT_TEST(testKilledPeerShm);
   CPPUNIT_TEST(testKilledPeerHier);
   CPPUNIT_TEST(testStalledPeerTcp);
+  CPPUNIT_TEST(testStalledPeerTcpHalving);
+  CPPUNIT_TEST(testAlgorithmMismatch);
   CPPUNIT_TEST(testStalledPeerShm);
   CPPUNIT_TEST(testCorruptFrames);
   CPPUNIT_TEST(testNoMemoryGrowth);
@@ -104,10 +108,15 @@ class RingrtFaultTest : public CppUnit::TestFixture {
  public:
   void testWrongSecretRefused();
   void testSecretFileMode();
+  // four ranks: halving/doubling (the default there), where rank 0 is no neighbour of rank 2,
+  // and the ring
   void testKilledPeerTcp() { fault_world(4, "tcp", {}, 2, false, 256 * 1024); }
+  void testKilledPeerTcpRingOfFour() { fault_world(4, "tcp", {}, 2, false, 256 * 1024, "ring"); }
   void testKilledPeerShm() { fault_world(3, "shm", {}, 1, false, 256 * 1024); }
   void testKilledPeerHier() { fault_world(4, "auto", {"a", "a", "b", "b"}, 3, false, 256 * 1024); }
   void testStalledPeerTcp() { fault_world(3, "tcp", {}, 1, true, 64 * 1024); }
+  void testStalledPeerTcpHalving() { fault_world(4, "tcp", {}, 1, true, 64 * 1024, "halving"); }
+  void testAlgorithmMismatch();
   void testStalledPeerShm() { fault_world(3, "shm", {}, 2, true, 64 * 1024); }
   void testCorruptFrames();
   void testNoMemoryGrowth();
@@ -228,6 +237,44 @@ std::string frame(uint32_t seq, uint32_t len, size_t payload) {
   return s;
 }
 }  // namespace
+
+// Ranks configured with different TCP algorithms must not hang or mix up data: a rank that sees
+// a frame of the other algorithm names the mismatch, and every rank fails within the timeout
+// (the rank it blames hears of it as a closed connection).
+void RingrtFaultTest::testAlgorithmMismatch() {
+  WorldEnv env;
+  env.world = 4;
+  env.port = free_port();
+  env.backend = "tcp";
+  env.timeout_ms = 2000;
+  auto out = run_world(env, [&](int rank) {
+    setenv("RINGRT_TCP_ALGORITHM", rank < 2 ? "halving" : "ring", 1);
+    RANK_CHECK(ringrt_init());
+    std::vector<float> buf(64 * 1024, 1.0f);
+    double t0 = mono_s();
+    ringrt_result_t rc = ringrt_allreduce(nullptr, buf.data(), buf.size(), RINGRT_FLOAT32, RINGRT_SUM);
+    double took = mono_s() - t0;
+    std::printf("rank %d: %s after %.0f ms: %s\n", rank, ringrt_error_string(rc), took * 1000, ringrt_error_detail());
+    if (rc != RINGRT_ERR_PROTOCOL && rc != RINGRT_ERR_PEER) return 80;
+    if (took * 1000 > env.timeout_ms + 2500) return 81;
+    ringrt_finalize();
+    return 0;
+  }, 60);
+  bool named = false;
+  for (const RankOutcome& o : out) {
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, o.status);
+    named = named || o.output.find("collective mismatch") != std::string::npos;
+  }
+  CPPUNIT_ASSERT_MESSAGE(describe(out), named);
+  // and a value that is neither is refused at init
+  auto bad = run_world(env, [&](int) {
+    setenv("RINGRT_TCP_ALGORITHM", "tree", 1);
+    ringrt_result_t rc = ringrt_init();
+    std::printf("%s: %s\n", ringrt_error_string(rc), ringrt_error_detail());
+    return rc == RINGRT_ERR_CONFIG && std::strstr(ringrt_error_detail(), "RINGRT_TCP_ALGORITHM") ? 0 : 82;
+  }, 60);
+  for (const RankOutcome& o : bad) CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(bad), 0, o.status);
+}
 
 void RingrtFaultTest::testCorruptFrames() {
   const size_t count = 100000;  // two blocks of 200000 bytes: one frame each at the first step
