@@ -2,8 +2,10 @@
 # compare-allreduce.sh -- libringrt's allreduce against OpenMPI's MPI_Allreduce (shared memory
 # through the vader BTL, and TCP loopback) and Gloo's ring, on the same sizes in the same run,
 # with ranks as processes on this machine; prints every table and then the ratios.
-# OpenMPI over TCP runs twice: with its own choice of algorithm (at 4 ranks and 1-16 MiB that is
-# recursive halving/doubling, not a ring) and with its ring forced, like for like with ours.
+# Both TCP sides run twice: with their own choice of algorithm (at 4 ranks: halving/doubling for
+# ours, mostly recursive halving/doubling for OpenMPI too) and with the ring forced
+# (RINGRT_TCP_ALGORITHM=ring; coll_tuned_allreduce_algorithm 4), so that like algorithms are
+# compared as well.
 #
 # usage: bench/compare-allreduce.sh [--ringrt-bench PATH] [--ranks "2 4"] [--max-bytes B]
 #                                   [--min-bytes B] [--out DIR]
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
     --min-bytes) minb=$2; shift 2 ;;
     --max-bytes) maxb=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "compare-allreduce: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +54,7 @@ sizes=(--min-bytes "$minb" --max-bytes "$maxb")
 for n in $ranks; do
   echo; echo "===== $n ranks ====="
   "$bench" --ranks "$n" --backend tcp "${sizes[@]}" | tee "$out/ringrt-tcp-$n.txt"
+  RINGRT_TCP_ALGORITHM=ring "$bench" --ranks "$n" --backend tcp "${sizes[@]}" | tee "$out/ringrt-tcp-ring-$n.txt"
   "${mpirun_[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
     "$out/mpi_allreduce_bench" "${sizes[@]}" --label "btl tcp, loopback" | tee "$out/mpi-tcp-$n.txt"
   "${mpirun_[@]}" -np "$n" --mca btl self,tcp --mca btl_tcp_if_include lo \
@@ -69,15 +72,16 @@ echo "===== ratios (busbw ratio = ours / theirs, higher is better; latency ratio
 for n in $ranks; do
   echo
   echo "n=$n"
-  printf "%12s | %9s %9s %9s %9s %8s %8s %8s | %9s %9s %8s\n" size ringrt-tcp mpi-tcp mpi-ring gloo \
-    x-mpi x-ring x-gloo ringrt-shm mpi-sm x-mpi
+  printf "%12s | %9s %9s %8s | %9s %9s %8s | %9s %8s | %9s %9s %8s\n" size ringrt-tcp mpi-tcp x-mpi \
+    rt-ring mpi-ring x-ring gloo x-gloo ringrt-shm mpi-sm x-mpi
   paste <(grep -v '^#' "$out/ringrt-tcp-$n.txt") <(grep -v '^#' "$out/mpi-tcp-$n.txt") \
         <(grep -v '^#' "$out/gloo-$n.txt") <(grep -v '^#' "$out/ringrt-shm-$n.txt") \
-        <(grep -v '^#' "$out/mpi-sm-$n.txt") <(grep -v '^#' "$out/mpi-tcp-ring-$n.txt") |
+        <(grep -v '^#' "$out/mpi-sm-$n.txt") <(grep -v '^#' "$out/mpi-tcp-ring-$n.txt") \
+        <(grep -v '^#' "$out/ringrt-tcp-ring-$n.txt") |
     awk '{ # 6 columns per table: size count time algbw busbw iters
-      rt=$5; mt=$11; gl=$17; rs=$23; ms=$29; mr=$35;
-      printf "%12s | %9.3f %9.3f %9.3f %9.3f %8.2f %8.2f %8.2f | %9.3f %9.3f %8.2f\n", $1, rt, mt, mr, gl,
-             rt/mt, rt/mr, rt/gl, rs, ms, rs/ms;
+      rt=$5; mt=$11; gl=$17; rs=$23; ms=$29; mr=$35; rr=$41;
+      printf "%12s | %9.3f %9.3f %8.2f | %9.3f %9.3f %8.2f | %9.3f %8.2f | %9.3f %9.3f %8.2f\n", $1, rt, mt, rt/mt,
+             rr, mr, rr/mr, gl, rt/gl, rs, ms, rs/ms;
       if ($1 == 4096) lat = sprintf("  4 KiB latency: ringrt-tcp %.1f us vs mpi-tcp %.1f us (x%.2f); ringrt-shm %.1f us vs mpi-sm %.1f us (x%.2f)",
                                     $3, $9, $3/$9, $21, $27, $21/$27);
     } END { if (lat != "") print lat }'
