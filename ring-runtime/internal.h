@@ -201,7 +201,7 @@ class TcpRing {
   int prev_rank() const { return prev_; }
   int next_rank() const { return next_; }
   TcpAlgorithm algorithm = TcpAlgorithm::kAuto;
-  size_t segment_bytes = 256 * 1024;     // pipelining unit
+  size_t segment_bytes = 256 * 1024;     // pipelining unit; sets the framing, so equal on all members
   size_t small_bytes = 16 * 1024;        // at or below: allgather-then-reduce (n-1 hops)
   int spin_us = 0;                       // busy-poll before sleeping in poll()
   // Oversubscribed (more ranks than CPUs): spin with sched_yield(), so that a peer waiting for

@@ -146,10 +146,6 @@ rr init_world(const Config& cfg) {
     // allreduce from ~150 to ~60 us and doubled busbw at 64 KiB-1 MiB against sleeping in poll().
     w->tcp->spin_us = oversubscribed ? 1000 : 2000;
     w->tcp->yield_spin = oversubscribed;
-    // Oversubscribed, every hand-over between ranks costs a context switch: 1 MiB segments
-    // gave 10-20% more busbw than 256 KiB at 4 and 16 MiB on 4 ranks here (halving/doubling;
-    // the ring the same either way).
-    if (oversubscribed) w->tcp->segment_bytes = 1024 * 1024;
   };
   auto make_shm = [&]() {
     w->shm.reset(new ShmGroup);
