@@ -83,6 +83,14 @@ size_t feature_index(const std::string& name) {
   return i;
 }
 
+// Gavel's profile points except those of models whose id starts with `prefix` (the unseen ones).
+ProfileTable gavel_without(const std::string& prefix) {
+  ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv"), train;
+  for (const ProfilePoint& p : gavel.points())
+    if (p.model.rfind(prefix, 0) != 0) train.add(p);
+  return train;
+}
+
 // The Gavel ratios of the models whose id starts with one of `prefixes` (all when empty).
 KnownRatios gavel_ratios(const std::vector<std::string>& prefixes = {}) {
   ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
@@ -170,10 +178,7 @@ class SimilarityTest : public CppUnit::TestFixture {
 
   void prediction_is_between_neighbours() {
     FeatureTable features = FeatureTable::load_csv(kData + "/model_features.csv");
-    ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
-    ProfileTable train;  // without ResNet-50: it must be predicted from others
-    for (const ProfilePoint& p : gavel.points())
-      if (p.model.rfind("resnet50", 0) != 0) train.add(p);
+    ProfileTable train = gavel_without("resnet50");  // it must be predicted from others
     SimilarityModel sim(features, train, gavel_config(3));
     SpeedPrediction p = sim.predict("resnet50-b64");
     CPPUNIT_ASSERT_EQUAL(size_t(3), p.neighbours.size());
@@ -221,10 +226,7 @@ class SimilarityTest : public CppUnit::TestFixture {
 
   void registered_predictions_give_positive_speeds() {
     FeatureTable features = FeatureTable::load_csv(kData + "/model_features.csv");
-    ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
-    ProfileTable train;
-    for (const ProfilePoint& p : gavel.points())
-      if (p.model.rfind("transformer", 0) != 0) train.add(p);
+    ProfileTable train = gavel_without("transformer");
     SimilarityModel sim(features, train, gavel_config());
     ThroughputModel tm(train);
     CPPUNIT_ASSERT_EQUAL(0.0, tm.iters_per_s("transformer-b64", "v100", 1));
@@ -253,13 +255,11 @@ class SimilarityTest : public CppUnit::TestFixture {
 
   void partial_measurement_pivots_on_own_curve() {
     FeatureTable features = FeatureTable::load_csv(kData + "/model_features.csv");
-    ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
-    ProfileTable train;
-    for (const ProfilePoint& p : gavel.points())
-      if (p.model.rfind("lm-", 0) != 0) train.add(p);
+    ProfileTable train = gavel_without("lm-");
     SimilarityModel sim(features, train, gavel_config());
     // The unseen model has been measured on P100 only.
     ThroughputModel tm(train);
+    const ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
     for (const ProfilePoint& p : gavel.points())
       if (p.model == "lm-b20" && p.gpu_type == "p100") tm.add_measurement(p);
     auto added = sim.register_predictions(tm, "lm-b20", {"k80", "p100", "v100"});
@@ -278,10 +278,7 @@ class SimilarityTest : public CppUnit::TestFixture {
 
   void measured_points_replace_predictions() {
     FeatureTable features = FeatureTable::load_csv(kData + "/model_features.csv");
-    ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
-    ProfileTable train;
-    for (const ProfilePoint& p : gavel.points())
-      if (p.model.rfind("resnet18", 0) != 0) train.add(p);
+    ProfileTable train = gavel_without("resnet18");
     SimilarityModel sim(features, train, gavel_config());
     ThroughputModel tm(train);
     sim.register_predictions(tm, "resnet18-b64", {"k80", "p100", "v100"});
@@ -333,10 +330,7 @@ class SimilarityTest : public CppUnit::TestFixture {
 
   void ratio_constructor_matches_profile_constructor() {
     FeatureTable features = FeatureTable::load_csv(kData + "/model_features.csv");
-    ProfileTable gavel = ProfileTable::load_csv(kData + "/profiles/gavel.csv");
-    ProfileTable train;
-    for (const ProfilePoint& p : gavel.points())
-      if (p.model.rfind("transformer", 0) != 0) train.add(p);
+    ProfileTable train = gavel_without("transformer");
     KnownRatios ratios = known_ratios(train, "k80", {"k80", "p100", "v100"});
     CPPUNIT_ASSERT(!ratios.count("transformer-b64"));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(1.0, ratios.at("lm-b20").at("k80"), 1e-12);
