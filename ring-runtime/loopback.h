@@ -1,5 +1,6 @@
-// Helpers shared by ringrt-bench and the ring runtime's tests, which fork every rank of a world
-// on this host: a free loopback port for the rendezvous, and a monotonic clock in seconds.
+// Helpers for programs that start every rank of a world on this host (ringrt-bench, ringrun
+// outside a job, the ring runtime's tests): a free loopback port for the rendezvous, and a
+// monotonic clock in seconds.
 #pragma once
 
 #include <arpa/inet.h>

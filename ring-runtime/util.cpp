@@ -235,7 +235,9 @@ rr config_from_env(Config* c) {
     c->master_port = static_cast<int>(v);
   } else if (const char* j = env::slurm_job_id()) {
     RINGRT_CHECK(parse_int("SLURM_JOB_ID", j, 0, 0x7fffffffL, &v));
-    c->master_port = 20000 + static_cast<int>(v % 20000);
+    // 20000..31999: below Linux's ephemeral ports (32768 and up by default), which an outgoing
+    // connection may hold at any moment and so make rank 0's listen fail.
+    c->master_port = 20000 + static_cast<int>(v % 12000);
   } else if (c->world_size > 1) {
     return fail(RINGRT_ERR_CONFIG, -1, "RINGRT_MASTER_PORT is not set (nor SLURM_JOB_ID)");
   }

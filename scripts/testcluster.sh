@@ -15,8 +15,9 @@
 # Environment:
 #   RINGSCHED_CLUSTER_DIR   private state directory (default: <repo>/.run/cluster)
 #   RINGSCHED_CLUSTER_PORT  first TCP port (default: derived from the state directory, so that
-#                           clusters in different directories do not collide, in 20000..29990,
-#                           below the ephemeral ports); uses port..port+6
+#                           clusters in different directories do not collide, in 10000..19990,
+#                           below the jobs' rendezvous ports and the ephemeral ports); uses
+#                           port..port+6
 #   RINGSCHED_PROFILES      profile CSV for ringsched.conf (default: <repo>/data/profiles/gavel.csv)
 #   RINGSCHED_FEATURES      model feature CSV (default: <repo>/data/model_features.csv)
 #
@@ -40,9 +41,9 @@ if [ -n "${RINGSCHED_CLUSTER_PORT:-}" ]; then
   base_port=$RINGSCHED_CLUSTER_PORT
 else
   # Below Linux's ephemeral range (32768 and up), where a port can be taken at any moment by an
-  # outgoing connection (a slurmd that cannot bind never registers), and below ringrun's
-  # default rendezvous ports (30000 and up).
-  base_port=$((20000 + $(printf '%s' "$state" | cksum | cut -d' ' -f1) % 1000 * 10))
+  # outgoing connection (a slurmd that cannot bind never registers), and below the jobs' default
+  # rendezvous ports (libringrt: 20000..31999).
+  base_port=$((10000 + $(printf '%s' "$state" | cksum | cut -d' ' -f1) % 1000 * 10))
 fi
 case $base_port in ''|*[!0-9]*) echo "testcluster: RINGSCHED_CLUSTER_PORT must be a number" >&2; exit 2;; esac
 if [ "$base_port" -lt 1024 ] || [ "$base_port" -gt 65000 ]; then

@@ -425,14 +425,16 @@ class RingrtUnitTest : public CppUnit::TestFixture {
     setenv("SLURM_PROCID", "3", 1);
     setenv("SLURM_NTASKS", "8", 1);
     setenv("SLURM_JOB_NODELIST", "gpu[12-15]", 1);
-    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_JOB_ID", "1234567", 1);
     setenv("RINGRT_SECRET", "s", 1);
     ringrt::Config s;
     CPPUNIT_ASSERT_EQUAL(RINGRT_OK, ringrt::config_from_env(&s));
     CPPUNIT_ASSERT_EQUAL(3, s.rank);
     CPPUNIT_ASSERT_EQUAL(8, s.world_size);
     CPPUNIT_ASSERT_EQUAL(std::string("gpu12"), s.master_addr);
-    CPPUNIT_ASSERT_EQUAL(20000 + 4242, s.master_port);
+    // from the job id, and below the ephemeral ports (32768 and up) for any id
+    CPPUNIT_ASSERT_EQUAL(20000 + 1234567 % 12000, s.master_port);
+    CPPUNIT_ASSERT(s.master_port < 32768);
     CPPUNIT_ASSERT_EQUAL(5000, s.timeout_ms);
     // explicit ones win; malformed ones are named
     setenv("RINGRT_RANK", "1", 1);

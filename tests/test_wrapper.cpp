@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checkpoint.h"
+#include "loopback.h"
 #include "profile_report.h"
 #include "ringsched/throughput.h"
 #include "test_util.h"
@@ -158,7 +159,7 @@ class WrapperTest : public CppUnit::TestFixture {
     TempDir d;
     const std::string ck = d.path() + "/ck";
     std::string out;
-    const std::string env = solo_env(d, 30000 + getpid() % 20000);
+    const std::string env = solo_env(d, ringrt_local::free_port());
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run(env + kTrain + " --steps=200 --ckpt-dir=" + ck, &out));
     // Continue to 400; the final write pauses half-way and is killed there.
     pid_t pid = spawn(env + "RINGRUN_TEST_CKPT_PAUSE_MS=20000 exec " + kTrain + " --steps=400 --ckpt-dir=" + ck,
@@ -222,7 +223,7 @@ class WrapperTest : public CppUnit::TestFixture {
 
   void trainer_falls_back_and_refuses_all_corrupt() {
     TempDir d;
-    const std::string ck = d.path() + "/ck", env = solo_env(d, 30000 + (getpid() + 7) % 20000);
+    const std::string ck = d.path() + "/ck", env = solo_env(d, ringrt_local::free_port());
     std::string out;
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run(env + kTrain + " --steps=100 --ckpt-every=50 --ckpt-dir=" + ck, &out));
     // Newest (100) corrupt: the trainer says so and resumes from 50.

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "checkpoint.h"
+#include "loopback.h"
 #include "profile_report.h"
 #include "ringsched/model.h"
 #include "slurm_job.h"
@@ -86,7 +87,8 @@ void usage(FILE* f) {
       "  --report-factor=F   accept a measurement within F x the prediction (default 3)\n"
       "  --resize-file=FILE  resize requests: a GPU count in this file (default DIR/resize-request)\n"
       "  --max-gpus=N        largest size a request may ask for (default 1024)\n"
-      "  --port=P            ring master port (default: derived from the job id)\n"
+      "  --port=P            ring master port (default: libringrt's, from the job id; any free\n"
+      "                      port outside a job)\n"
       "  --grace=S           seconds workers get to checkpoint (default 60)\n"
       "  --peer-timeout=MS   ring peer deadline, RINGRT_TIMEOUT_MS (default 30000; the environment's wins)\n"
       "  --no-requeue        on a stop event only checkpoint and exit 75 (no Slurm requeue)\n"
@@ -488,7 +490,9 @@ int main(int argc, char** argv) {
     o.ckpt_dir = std::string(sub && *sub ? sub : ".") + "/ringrun-" + (job_id ? std::to_string(job_id) : "local");
   }
   if (o.resize_file.empty()) o.resize_file = o.ckpt_dir + "/resize-request";
-  if (o.port == 0) o.port = 30000 + int((job_id ? job_id : uint32_t(::getpid())) % 20000);
+  // In a job, libringrt derives the master port from SLURM_JOB_ID (see libringrt(3)), so that
+  // the workers of every node agree on it without us; alone on this host, any free port does.
+  if (o.port == 0 && !job_id) o.port = ringrt_local::free_port();
 
   std::unique_ptr<ringrun::CheckpointStore> store;
   std::string secret;
@@ -513,8 +517,8 @@ int main(int argc, char** argv) {
   for (int generation = 0;; ++generation) {
     std::vector<std::string> env = {
         "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
-        "RINGRT_MASTER_PORT=" + std::to_string(o.port), "RINGRT_SECRET_FILE=" + secret,
-        "RINGRUN_CKPT_DIR=" + o.ckpt_dir, "RINGRUN_TIMING_FILE=" + timing_file};
+        "RINGRT_SECRET_FILE=" + secret, "RINGRUN_CKPT_DIR=" + o.ckpt_dir, "RINGRUN_TIMING_FILE=" + timing_file};
+    if (o.port) env.push_back("RINGRT_MASTER_PORT=" + std::to_string(o.port));
     // Shared, loaded machines stall a healthy rank for seconds: the default deadline is generous.
     if (!std::getenv("RINGRT_TIMEOUT_MS")) env.push_back("RINGRT_TIMEOUT_MS=" + std::to_string(o.peer_timeout_ms));
     if (!o.gpu_type.empty()) env.push_back("RINGRUN_GPU_TYPE=" + o.gpu_type);
@@ -528,10 +532,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     ringrun::env::event(o.ckpt_dir, "workers_started " + std::to_string(world) + (job_id ? " job " + std::to_string(job_id) : ""));
-    log("started %d worker%s of %s (%s%s, master %s:%d, checkpoints in %s)", world, world == 1 ? "" : "s",
+    log("started %d worker%s of %s (%s%s, master %s:%s, checkpoints in %s)", world, world == 1 ? "" : "s",
         o.cmd[0].c_str(), o.gpu_type.empty() ? "untyped" : o.gpu_type.c_str(),
-        job_id ? (", job " + std::to_string(job_id)).c_str() : ", local", master.c_str(), o.port,
-        o.ckpt_dir.c_str());
+        job_id ? (", job " + std::to_string(job_id)).c_str() : ", local", master.c_str(),
+        o.port ? std::to_string(o.port).c_str() : "port from the job id", o.ckpt_dir.c_str());
 
     // --- watch: the first event decides; everything then takes the checkpoint path ---
     int target = 0;         // size to restart at (0: none decided)
