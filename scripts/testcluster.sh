@@ -211,10 +211,24 @@ start_slurmds() {
   done
 }
 
+# A daemon that exited (a port taken by another program, a bad config) fails the start at once,
+# with its last log line, instead of after the whole wait.
+check_daemons_alive() {
+  local waited=$1 name logf
+  for name in slurmctld $(for n in $(node_names); do echo "slurmd-$n"; done); do
+    logf=$state/log/$name.log
+    if [ -s "$state/$name.pid" ] && pid_alive "$(pid_of "$name")"; then continue; fi
+    # the PID file appears once the daemon has settled: give it a few seconds
+    [ -s "$state/$name.pid" ] || [ "$waited" -ge 5 ] || continue
+    die "$name exited: $(grep -h -i 'error\|fatal' "$logf" "$state/log/$name.start" 2>/dev/null | tail -n 1) (see $logf)"
+  done
+}
+
 wait_ready() {
-  local deadline=$((SECONDS + 60))
+  local t0=$SECONDS deadline=$((SECONDS + 60))
   while [ $SECONDS -lt $deadline ]; do
     if timeout 10 srun -N"$node_count" -t 1 --quiet true >/dev/null 2>&1; then return; fi
+    check_daemons_alive $((SECONDS - t0))
     # Nodes registered before the config settled can stay down: return them to service.
     scontrol update NodeName=ALL State=RESUME >/dev/null 2>&1 || true
     sleep 0.5
