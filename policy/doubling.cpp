@@ -226,6 +226,16 @@ class DoublingRound {
     scratch_.assign(jobs.size(), -1);
     rank_.assign(jobs.size(), 0);
     for (size_t k = 0; k < order.size(); ++k) rank_[order[k]] = static_cast<int>(k);
+    // planning_cost() walks every waiting job for each plan it values (thousands per round on a
+    // long queue): their constant terms side by side, not spread over the job records
+    base_.resize(jobs.size());
+    wait_run_.resize(jobs.size());
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      base_[j] = curves_.base(j);
+      double run = curves_.run_time(j, base_[j]);
+      if (curves_.job(j).running) run += costs_.restart_s;  // it resumes later
+      wait_run_[j] = run;
+    }
   }
 
   DoublingResult run() {
@@ -837,7 +847,8 @@ class DoublingRound {
                        WaitsForRoom waits_for_room) const {
     size_t n = a.gpus.size();
     double total = 0;
-    std::vector<std::pair<double, int>> finishes;  // finish time, GPUs freed
+    std::vector<std::pair<double, int>>& finishes = finishes_;  // finish time, GPUs freed
+    finishes.clear();
     for (size_t j = 0; j < n; ++j) {
       int g = size_of(j);
       if (g > 0) {
@@ -847,21 +858,20 @@ class DoublingRound {
       }
     }
     std::sort(finishes.begin(), finishes.end());
-    std::vector<long> freed(finishes.size());  // GPUs free once the first k+1 have finished
+    std::vector<long>& freed = freed_;  // GPUs free once the first k+1 have finished
+    freed.resize(finishes.size());
     long sum = free;
     for (size_t k = 0; k < finishes.size(); ++k) freed[k] = sum += finishes[k].second;
     for (size_t j = 0; j < n; ++j) {
       if (size_of(j) > 0 || !waits_for_room(j)) continue;
-      int need = curves_.base(j);
+      int need = base_[j];
       double start = 0;
       if (free < need && !finishes.empty()) {
         size_t k = std::lower_bound(freed.begin(), freed.end(), static_cast<long>(need)) -
                    freed.begin();
         start = finishes[std::min(k, finishes.size() - 1)].first;
       }
-      double run = curves_.run_time(j, need);
-      if (curves_.job(j).running) run += costs_.restart_s;  // it resumes later
-      total += start + run;
+      total += start + wait_run_[j];
     }
     return total;
   }
@@ -958,7 +968,12 @@ class DoublingRound {
   DoublingSteps steps_;
   std::vector<int> order_;
   std::vector<int> rank_;
+  std::vector<int> base_;         // curves_.base(j)
+  std::vector<double> wait_run_;  // a waiting job's run time once started at its base, resume included
   mutable std::vector<int> scratch_;  // hold(): sizes it changed, -1 elsewhere (reset on return)
+  // planning_cost()'s work space, kept between its many calls per round
+  mutable std::vector<std::pair<double, int>> finishes_;
+  mutable std::vector<long> freed_;
 };
 
 

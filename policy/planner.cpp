@@ -226,11 +226,12 @@ Plan Planner::plan(const Snapshot& snap) const {
     JobView& v = views[i];
     const Job& j = snap.jobs[i];
     v.job = &j;
+    std::vector<std::pair<double, const std::string*>> by_speed;  // at 1 GPU, fastest first
     for (const std::string& t : cluster_types)
-      if (j.allows(t) && model.knows(j.model, t)) v.types.push_back(t);
-    std::stable_sort(v.types.begin(), v.types.end(), [&](const std::string& a, const std::string& b) {
-      return model.iters_per_s(j.model, a, 1) > model.iters_per_s(j.model, b, 1);
-    });
+      if (j.allows(t) && model.knows(j.model, t)) by_speed.emplace_back(model.iters_per_s(j.model, t, 1), &t);
+    std::stable_sort(by_speed.begin(), by_speed.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (const auto& [speed, t] : by_speed) v.types.push_back(*t);
     v.known = !v.types.empty();
     if (v.known) {
       v.best_type = v.types.front();
@@ -282,9 +283,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].min_gpus = dj[i].max_gpus = dj[i].requested = 1;
         dj[i].speed = [](int) { return 0.0; };
       } else if (v.known) {
-        const ThroughputModel* m = &model;
-        std::string mdl = j.model, type = v.best_type;
-        dj[i].speed = [m, mdl, type](int g) { return m->iters_per_s(mdl, type, g); };
+        dj[i].speed = model.speed(j.model, v.best_type);
       } else {
         // No speed known: treat as perfectly inelastic so doubling never grows it blindly.
         dj[i].elastic = false;

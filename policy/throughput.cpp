@@ -195,9 +195,9 @@ double ThroughputModel::curve_speed(const Curve& c, int n) const {
   return fitted * k;
 }
 
-double ThroughputModel::iters_per_s(const std::string& model, const std::string& type_in,
-                                    int n) const {
-  if (n <= 0) return 0;
+ThroughputModel::Speed ThroughputModel::speed(const std::string& model, const std::string& type_in) const {
+  Speed s;
+  s.model_ = this;
   // Types are stored normalized; only normalize (and allocate) when the caller's is not.
   bool plain = true;
   for (char ch : type_in) plain = plain && !std::isupper(static_cast<unsigned char>(ch)) &&
@@ -205,16 +205,33 @@ double ThroughputModel::iters_per_s(const std::string& model, const std::string&
   std::string normalized;
   if (!plain) normalized = normalize_type(type_in);
   const std::string& type = plain ? type_in : normalized;
-  if (const Curve* c = curve(model, type)) return curve_speed(*c, n);
+  if (const Curve* c = curve(model, type)) {
+    s.curve_ = c;
+    s.ratio_ = 1;
+    return s;
+  }
   // Predictions chain at most a few steps; the bound stops a cycle of predictions.
   const Prediction* p = prediction(model, type);
   double ratio = 1;
   for (int depth = 0; p && depth < 8; ++depth) {
     ratio *= p->ratio;
-    if (const Curve* c = curve(p->source_model, p->source_type)) return ratio * curve_speed(*c, n);
+    if (const Curve* c = curve(p->source_model, p->source_type)) {
+      s.curve_ = c;
+      s.ratio_ = ratio;
+      return s;
+    }
     p = prediction(p->source_model, p->source_type);
   }
-  return 0;
+  return s;
+}
+
+double ThroughputModel::Speed::operator()(int n) const {
+  if (n <= 0 || !curve_) return 0;
+  return ratio_ * model_->curve_speed(*curve_, n);
+}
+
+double ThroughputModel::iters_per_s(const std::string& model, const std::string& type, int n) const {
+  return n <= 0 ? 0 : speed(model, type)(n);
 }
 
 double ThroughputModel::iters_per_s_mixed(const std::string& model,

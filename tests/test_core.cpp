@@ -232,6 +232,16 @@ class CoreTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(m.knows("newnet", "a100"));
     CPPUNIT_ASSERT(m.is_predicted("newnet", "a100"));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(0.5 * 18.298925886403232, m.iters_per_s("newnet", "a100", 4), 1e-9);
+    // The resolved speed the planner keeps for a round gives the same values, predicted or
+    // measured, with the type in any case; unknown pairs and sizes below 1 give 0.
+    const ThroughputModel::Speed predicted = m.speed("newnet", "A100"), measured = m.speed("resnet50-b64", "a100");
+    for (int n : {1, 2, 3, 4, 8, 64}) {
+      CPPUNIT_ASSERT_EQUAL(m.iters_per_s("newnet", "a100", n), predicted(n));
+      CPPUNIT_ASSERT_EQUAL(m.iters_per_s("resnet50-b64", "a100", n), measured(n));
+    }
+    CPPUNIT_ASSERT_EQUAL(0.0, predicted(0));
+    CPPUNIT_ASSERT_EQUAL(0.0, m.speed("newnet", "t4")(4));
+    CPPUNIT_ASSERT_EQUAL(0.0, ThroughputModel::Speed()(4));
     m.add_measurement({"newnet", "a100", 4, 64, 3.0});
     CPPUNIT_ASSERT(!m.is_predicted("newnet", "a100"));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(3.0, m.iters_per_s("newnet", "a100", 4), 1e-12);

@@ -23,6 +23,8 @@ struct RingFit {
 };
 
 class ThroughputModel {
+  struct Curve;
+
  public:
   ThroughputModel() = default;
   explicit ThroughputModel(ProfileTable table);
@@ -31,6 +33,18 @@ class ThroughputModel {
   // Replaces/merges measured points (e.g. reported by running jobs) and refits what changed.
   void add_measurement(const ProfilePoint& p);
 
+  // (model, type) looked up once, for callers that ask its speed at many sizes (the planner's
+  // doubling rounds). Valid while the model is not changed; an empty one gives 0.
+  class Speed {
+   public:
+    double operator()(int n) const;
+   private:
+    friend class ThroughputModel;
+    const ThroughputModel* model_ = nullptr;
+    const Curve* curve_ = nullptr;  // the measured curve the speed comes from
+    double ratio_ = 0;              // x the prediction chain's ratios
+  };
+  Speed speed(const std::string& model, const std::string& type) const;
   // iterations/s of `model` on n GPUs of `type`; 0 if nothing is known of (model, type).
   double iters_per_s(const std::string& model, const std::string& type, int n) const;
   // Mixed worker set: counts per type (types with count 0 ignored). 0 if any type is unknown.
