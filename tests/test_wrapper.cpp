@@ -99,6 +99,7 @@ class WrapperTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(corrupt_checkpoint_is_refused);
   CPPUNIT_TEST(trainer_falls_back_and_refuses_all_corrupt);
   CPPUNIT_TEST(worker_crash_is_reported);
+  CPPUNIT_TEST(workers_get_their_own_environment);
   CPPUNIT_TEST(sigterm_checkpoints_and_stops);
   CPPUNIT_TEST(spb_trains);
   CPPUNIT_TEST(emulation_follows_profile_and_reports);
@@ -252,6 +253,29 @@ class WrapperTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 1, rc);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "worker failed: rank 1") && contains(out, "exited with code 3"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "job failed"));
+  }
+
+  // Each worker sees its own rank and GPU, not the values ringrun inherited: getenv() returns the
+  // first of two copies. printenv is the worker itself (a shell in between would keep the last).
+  void workers_get_their_own_environment() {
+    TempDir d;
+    std::string out;
+    int rc = run("CUDA_VISIBLE_DEVICES=3,5 RINGRT_RANK=7 RINGRT_WORLD_SIZE=9 " + kRingrun + " --gpus=2 --ckpt-dir=" +
+                     d.path() + "/ck -- printenv RINGRT_RANK RINGRT_WORLD_SIZE CUDA_VISIBLE_DEVICES",
+                 &out);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, rc);
+    // each worker's three lines leave in one write at its exit
+    std::vector<std::string> seen;
+    std::istringstream in(out);
+    for (std::string l, w; std::getline(in, l);) {
+      if (l.empty() || l.find_first_not_of("0123456789,") != std::string::npos) continue;
+      w += (w.empty() ? "" : " ") + l;
+      if (std::count(w.begin(), w.end(), ' ') == 2) seen.push_back(w), w.clear();
+    }
+    std::sort(seen.begin(), seen.end());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, size_t(2), seen.size());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, std::string("0 2 3"), seen[0]);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, std::string("1 2 5"), seen[1]);
   }
 
   void sigterm_checkpoints_and_stops() {

@@ -196,6 +196,17 @@ std::string self_path() {
   return n > 0 ? std::string(buf, size_t(n)) : "ringrun";
 }
 
+// Sets NAME=value in an environment list, replacing any NAME already there: getenv() returns the
+// first match, so an appended copy would lose to the inherited one (Slurm's CUDA_VISIBLE_DEVICES
+// of the whole job, say, over the worker's own GPU).
+void set_var(std::vector<std::string>& env, const std::string& assignment) {
+  const std::string prefix = assignment.substr(0, assignment.find('=') + 1);
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const std::string& v) { return v.compare(0, prefix.size(), prefix) == 0; }),
+            env.end());
+  env.push_back(assignment);
+}
+
 // The workers of one run: started together, signalled together, reaped one by one.
 class WorkerGroup {
  public:
@@ -213,7 +224,7 @@ class WorkerGroup {
       const int r = first_rank + i;
       std::vector<std::string> e;
       for (char** p = environ; *p; ++p) e.push_back(*p);
-      for (auto& s : env) e.push_back(s);
+      for (auto& s : env) set_var(e, s);
       std::vector<std::string> argv;
       if (srun_launch) {
         // One launcher per node (a job holds one CPU per node at least, not one per GPU): each
@@ -221,8 +232,8 @@ class WorkerGroup {
         argv = {"srun", "--overlap", "--kill-on-bad-exit=0", "-N", std::to_string(nodes), "-n", std::to_string(nodes),
                 "--ntasks-per-node=1", self_path(), "--node-workers=" + std::to_string(world / nodes), "--"};
       } else {
-        e.push_back("RINGRT_RANK=" + std::to_string(r));
-        if (!gpu_ids.empty()) e.push_back("CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(i) % gpu_ids.size()]);
+        set_var(e, "RINGRT_RANK=" + std::to_string(r));
+        if (!gpu_ids.empty()) set_var(e, "CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(i) % gpu_ids.size()]);
       }
       argv.insert(argv.end(), cmd.begin(), cmd.end());
       // Signals stay blocked across fork until the child has its default handlers back, so a
@@ -493,6 +504,12 @@ int main(int argc, char** argv) {
   // In a job, libringrt derives the master port from SLURM_JOB_ID (see libringrt(3)), so that
   // the workers of every node agree on it without us; alone on this host, any free port does.
   if (o.port == 0 && !job_id) o.port = ringrt_local::free_port();
+  // A port exported from the submitting shell would put every job of that shell on one port.
+  if (o.port == 0 && std::getenv("RINGRT_MASTER_PORT")) {
+    log("ignoring RINGRT_MASTER_PORT=%s from the environment (give --port=P to choose the port)",
+        std::getenv("RINGRT_MASTER_PORT"));
+    unsetenv("RINGRT_MASTER_PORT");
+  }
 
   std::unique_ptr<ringrun::CheckpointStore> store;
   std::string secret;
