@@ -237,9 +237,10 @@ class TcpRing {
   std::vector<RecvItem> recvs_;
   std::vector<SendItem> sends_;
   // Which links the current collective keeps alive while it waits: one-way ones only the next
-  // member (and watch it for abort notices coming back); halving/doubling each link it still
-  // owes data on (a peer waits only for what it is owed, and one that has it all may have
-  // exited).
+  // member (and watch it for abort notices coming back); halving/doubling both, also where all
+  // it owes has gone: that partner may be a collective ahead, waiting for what we will owe it
+  // next, and must not take our wait on a stalled third rank for a stall of ours. A keepalive
+  // to a partner that has exited fails quietly (send_keepalive ignores the error).
   bool one_way_ = true;  // data flows prev -> us -> next only (all but halving/doubling)
   std::vector<char> staging_;
   std::vector<char> gather_;

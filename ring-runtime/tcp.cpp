@@ -291,9 +291,6 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
   int64_t last_in = now, last_progress = now, send_blocked_since = 0, last_tick = now;
   const int64_t spin_ns = static_cast<int64_t>(spin_us) * 1000;
   const char* what = coll_name(kind);
-  // Two-way collectives: one past the last send item on each link (keepalives go where we owe).
-  size_t owed_until[2] = {0, 0};
-  for (size_t k = 0; k < ns; ++k) owed_until[sends_[k].link] = k + 1;
 
   auto any_partial = [&] { return out_partial(kPrev) || out_partial(kNext); };
 
@@ -467,8 +464,7 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
       if (one_way_) {
         send_keepalive(kNext);
       } else {
-        for (int link : {kPrev, kNext})
-          if (si < owed_until[link]) send_keepalive(link);
+        for (int link : {kPrev, kNext}) send_keepalive(link);
       }
     }
     if (tick_ && now - last_tick > T / 8) { tick_(); last_tick = now; }
