@@ -231,7 +231,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       if (j.allows(t) && model.knows(j.model, t)) by_speed.emplace_back(model.iters_per_s(j.model, t, 1), &t);
     std::stable_sort(by_speed.begin(), by_speed.end(),
                      [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (const auto& [speed, t] : by_speed) v.types.push_back(*t);
+    for (const auto& entry : by_speed) v.types.push_back(*entry.second);
     v.known = !v.types.empty();
     if (v.known) {
       v.best_type = v.types.front();

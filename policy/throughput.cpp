@@ -172,7 +172,7 @@ void ThroughputModel::add_prediction(const std::string& model, const std::string
   predictions_[model][t] = Prediction{source_model, st, ratio};
 }
 
-double ThroughputModel::curve_speed(const Curve& c, int n) const {
+double ThroughputModel::curve_speed(const Curve& c, int n) {
   double fitted = 1.0 / c.fit.t_iter(n);
   // Measured points win: scale the fit by the measured/fitted ratio, interpolated in log2(n)
   // between the neighbouring measured sizes and held constant beyond them.
@@ -197,7 +197,6 @@ double ThroughputModel::curve_speed(const Curve& c, int n) const {
 
 ThroughputModel::Speed ThroughputModel::speed(const std::string& model, const std::string& type_in) const {
   Speed s;
-  s.model_ = this;
   // Types are stored normalized; only normalize (and allocate) when the caller's is not.
   bool plain = true;
   for (char ch : type_in) plain = plain && !std::isupper(static_cast<unsigned char>(ch)) &&
@@ -227,7 +226,7 @@ ThroughputModel::Speed ThroughputModel::speed(const std::string& model, const st
 
 double ThroughputModel::Speed::operator()(int n) const {
   if (n <= 0 || !curve_) return 0;
-  return ratio_ * model_->curve_speed(*curve_, n);
+  return ratio_ * curve_speed(*curve_, n);
 }
 
 double ThroughputModel::iters_per_s(const std::string& model, const std::string& type, int n) const {

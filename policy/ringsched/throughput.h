@@ -40,7 +40,6 @@ class ThroughputModel {
     double operator()(int n) const;
    private:
     friend class ThroughputModel;
-    const ThroughputModel* model_ = nullptr;
     const Curve* curve_ = nullptr;  // the measured curve the speed comes from
     double ratio_ = 0;              // x the prediction chain's ratios
   };
@@ -74,7 +73,7 @@ class ThroughputModel {
   void refit(const std::string& model, const std::string& type);
   const Curve* curve(const std::string& model, const std::string& type) const;
   const Prediction* prediction(const std::string& model, const std::string& type) const;
-  double curve_speed(const Curve& c, int n) const;
+  static double curve_speed(const Curve& c, int n);
 
   ProfileTable table_;
   // model -> type -> ...; std::less<> lets lookups use the caller's strings without copies.
