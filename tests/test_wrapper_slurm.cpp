@@ -36,7 +36,8 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
     TempDir d;
     const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss";
     const std::string training = " --steps=1200 --log-every=100000 --emulate-model=lm-b80";
-    const std::string script = d.write("job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
+    // A master port exported from the submitting shell is ignored (it would put every job on it).
+    const std::string script = d.write("job.sh", "#!/bin/sh\nexport RINGRT_MASTER_PORT=1\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
                                                      repo_file("data/profiles/gavel.csv") + " --ckpt-dir=" + ck +
                                                      " -- " + kTrain + training + " --loss-log=" + loss + "\n");
     chmod(script.c_str(), 0755);
@@ -58,11 +59,9 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
                              std::to_string(job));
         CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
       } else {
-        {
         // Written aside and renamed into place: ringrun never sees half a request.
         std::ofstream(ck + "/resize-request.tmp") << size << "\n";
         CPPUNIT_ASSERT_EQUAL(0, rename((ck + "/resize-request.tmp").c_str(), (ck + "/resize-request").c_str()));
-      }
       }
       CPPUNIT_ASSERT_MESSAGE(cluster.run("cat " + d.path() + "/job.out").out,
                              ringtest::SlurmTestCluster::wait_for([&] {
@@ -79,6 +78,7 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(story(), ringtest::SlurmTestCluster::wait_for(
         [&] { return cluster.job_field(job, "JobState") == "COMPLETED"; }, 180));
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), std::string("3"), cluster.job_field(job, "Restarts"));
+    CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster.run("cat " + d.path() + "/job.out").out, "ignoring RINGRT_MASTER_PORT=1"));
 
     // The same training, uninterrupted, one local rank.
     auto r = cluster.run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +

@@ -505,9 +505,8 @@ int main(int argc, char** argv) {
   // the workers of every node agree on it without us; alone on this host, any free port does.
   if (o.port == 0 && !job_id) o.port = ringrt_local::free_port();
   // A port exported from the submitting shell would put every job of that shell on one port.
-  if (o.port == 0 && std::getenv("RINGRT_MASTER_PORT")) {
-    log("ignoring RINGRT_MASTER_PORT=%s from the environment (give --port=P to choose the port)",
-        std::getenv("RINGRT_MASTER_PORT"));
+  if (const char* inherited = std::getenv("RINGRT_MASTER_PORT"); o.port == 0 && inherited) {
+    log("ignoring RINGRT_MASTER_PORT=%s from the environment (give --port=P to choose the port)", inherited);
     unsetenv("RINGRT_MASTER_PORT");
   }
 
