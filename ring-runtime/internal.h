@@ -51,6 +51,7 @@ const char* timeout_ms();        // RINGRT_TIMEOUT_MS
 const char* init_timeout_ms();   // RINGRT_INIT_TIMEOUT_MS
 const char* backend();           // RINGRT_BACKEND
 const char* tcp_algorithm();     // RINGRT_TCP_ALGORITHM
+const char* tcp_congestion();    // RINGRT_TCP_CONGESTION
 const char* hostname();          // RINGRT_HOSTNAME
 const char* debug();             // RINGRT_DEBUG
 const char* slurm_procid();      // SLURM_PROCID
@@ -75,6 +76,7 @@ struct Config {
   int init_timeout_ms = 60000;
   ringrt_backend_t backend = RINGRT_BACKEND_AUTO;
   TcpAlgorithm tcp_algorithm = TcpAlgorithm::kAuto;  // RINGRT_TCP_ALGORITHM, read by both paths
+  std::string tcp_congestion = "auto";  // RINGRT_TCP_CONGESTION, read by both paths: auto, system or a name
   std::string hostname;
 };
 rr config_from_env(Config* out);
@@ -147,11 +149,21 @@ struct Fd {
 };
 // Listen on addr:port (addr empty: any); port 0 picks one; *bound_port gets it.
 rr tcp_listen(const std::string& addr, int port, Fd* out, int* bound_port);
-// Connect with retries on refusal until deadline.
-rr tcp_connect(const std::string& host, int port, int64_t deadline_ns, Fd* out, int peer_rank);
+// Connect with retries on refusal until deadline, with the congestion control chosen by
+// choose_congestion() (before connecting: see there).
+rr tcp_connect(const std::string& host, int port, int64_t deadline_ns, Fd* out, int peer_rank,
+               const std::string& congestion);
 // Accept one connection or time out (RINGRT_ERR_TIMEOUT without detail).
 rr tcp_accept(int lfd, int64_t deadline_ns, Fd* out, std::string* peer);
 void tune_socket(int fd);
+// The congestion control of the ring's data connections. "system": the kernel's default,
+// untouched. "auto": the same, unless it is BBR, which is replaced by the first of cubic and
+// reno that the kernel lets this process choose (util.cpp says why). Any other name: that one, or
+// an error naming what the kernel allows. Applied to a socket before it connects, or to a
+// listener (accepted connections inherit it): a connection that started with BBR keeps pacing.
+// *in_effect: the algorithm the socket has afterwards.
+rr choose_congestion(int fd, const std::string& want, std::string* in_effect);
+std::string congestion_of(int fd);
 void set_nonblocking(int fd, bool on);
 // Blocking-with-deadline full send / receive on a nonblocking socket. code_on_fail is returned
 // (with a detail naming peer_rank) on EOF, error or deadline.
@@ -199,6 +211,8 @@ class TcpRing {
   int in_fd() const { return in_.fd; }
   int out_fd() const { return out_.fd; }
   int prev_rank() const { return prev_; }
+  // the congestion control of the connections to the next and from the previous member
+  const std::string& congestion() const { return congestion_; }
   int next_rank() const { return next_; }
   TcpAlgorithm algorithm = TcpAlgorithm::kAuto;
   size_t segment_bytes = 256 * 1024;     // pipelining unit; sets the framing, so equal on all members
@@ -233,6 +247,7 @@ class TcpRing {
 
   std::vector<int> members_;
   int index_ = 0, rank_ = -1, prev_ = -1, next_ = -1;
+  std::string congestion_;
   Fd in_, out_;  // the connection from the previous member and the one to the next
   std::vector<RecvItem> recvs_;
   std::vector<SendItem> sends_;

@@ -262,7 +262,7 @@ rr serve(const Config& cfg, int data_port, Table* table) {
 rr join(const Config& cfg, int data_port, Table* table) {
   const int64_t deadline = now_ns() + ms_to_ns(cfg.init_timeout_ms);
   Fd c;
-  RINGRT_CHECK(tcp_connect(cfg.master_addr, cfg.master_port, deadline, &c, -1));
+  RINGRT_CHECK(tcp_connect(cfg.master_addr, cfg.master_port, deadline, &c, -1, "system"));
   std::vector<uint8_t> buf;
   rr rc = recv_ctl(c.fd, kChallenge, &buf, sizeof(Challenge), deadline, 0);
   if (rc != RINGRT_OK) return rc;
@@ -302,6 +302,8 @@ rr join(const Config& cfg, int data_port, Table* table) {
 rr rendezvous(const Config& cfg, Table* table, Fd* listener) {
   int port = 0;
   RINGRT_CHECK(tcp_listen("", 0, listener, &port));
+  std::string in_effect;  // the ring connections accepted here inherit it
+  RINGRT_CHECK(choose_congestion(listener->fd, cfg.tcp_congestion, &in_effect));
   if (cfg.world_size == 1) {
     table->peers.assign(1, PeerInfo{0, cfg.hostname, "127.0.0.1", port, static_cast<int>(getpid())});
     table->backend = cfg.backend;

@@ -102,7 +102,7 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
   next_ = members_[(index_ + 1) % m];
   prev_ = members_[(index_ + m - 1) % m];
   const PeerInfo& np = table.peers[next_];
-  RINGRT_CHECK(tcp_connect(np.ip, np.port, deadline, &out_, next_));
+  RINGRT_CHECK(tcp_connect(np.ip, np.port, deadline, &out_, next_, cfg.tcp_congestion));
   DHello mine{};
   mine.magic = kDataMagic;
   std::memcpy(mine.session, table.session, 16);
@@ -150,6 +150,10 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
   if (ack.magic != kDataMagic || !equal_ct(mac, ack.mac, 32))
     return fail(RINGRT_ERR_AUTH, next_, "rank %d does not prove the job secret", next_);
   last_out_ns_[kPrev] = last_out_ns_[kNext] = now_ns();
+  const std::string to_next = congestion_of(out_.fd), from_prev = congestion_of(in_.fd);
+  congestion_ = to_next == from_prev ? to_next
+                                     : to_next + " to rank " + std::to_string(next_) + ", " + from_prev +
+                                           " from rank " + std::to_string(prev_);
   return RINGRT_OK;
 }
 

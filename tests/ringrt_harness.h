@@ -52,6 +52,7 @@ struct WorldEnv {
   int timeout_ms = 3000;
   std::vector<std::string> hosts;  // per-rank RINGRT_HOSTNAME (empty: the real hostname)
   std::string tcp_algorithm;       // RINGRT_TCP_ALGORITHM (empty: unset, the default)
+  std::string tcp_congestion;      // RINGRT_TCP_CONGESTION (empty: unset, the default)
   void apply(int rank) const {
     setenv("RINGRT_RANK", std::to_string(rank).c_str(), 1);
     setenv("RINGRT_WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -66,6 +67,8 @@ struct WorldEnv {
     else unsetenv("RINGRT_HOSTNAME");
     if (!tcp_algorithm.empty()) setenv("RINGRT_TCP_ALGORITHM", tcp_algorithm.c_str(), 1);
     else unsetenv("RINGRT_TCP_ALGORITHM");
+    if (!tcp_congestion.empty()) setenv("RINGRT_TCP_CONGESTION", tcp_congestion.c_str(), 1);
+    else unsetenv("RINGRT_TCP_CONGESTION");
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -196,6 +197,7 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testSpbAveraging);
   CPPUNIT_TEST(testReformAtNewSize);
   CPPUNIT_TEST(testArgumentErrors);
+  CPPUNIT_TEST(testTcpCongestionControl);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -219,6 +221,7 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   void testSpbAveraging();
   void testReformAtNewSize();
   void testArgumentErrors();
+  void testTcpCongestionControl();
 };
 
 namespace {
@@ -405,3 +408,61 @@ void RingrtCollectivesTest::testArgumentErrors() {
 }
 
 CPPUNIT_TEST_SUITE_REGISTRATION(RingrtCollectivesTest);
+
+namespace {
+std::string system_congestion() {
+  std::ifstream f("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  f >> name;
+  return name;
+}
+// the congestion control each rank's debug line reports for its ring connections
+std::vector<std::string> reported_congestion(const std::vector<RankOutcome>& out) {
+  std::vector<std::string> names;
+  const std::string key = "TCP congestion control ";
+  for (const RankOutcome& o : out) {
+    size_t at = o.output.find(key);
+    names.push_back(at == std::string::npos ? "(none)" : o.output.substr(at + key.size(), o.output.find('\n', at) -
+                                                                                        at - key.size()));
+  }
+  return names;
+}
+}  // namespace
+
+// RINGRT_TCP_CONGESTION: a named algorithm is used on both of every rank's ring connections
+// (the accepted one inherits it from the listener); auto never leaves BBR's pacing on; a name
+// the kernel does not have fails every rank at init with the reason.
+void RingrtCollectivesTest::testTcpCongestionControl() {
+  WorldEnv env;
+  env.world = 4;
+  env.backend = "tcp";
+  const std::vector<size_t> counts = {1001, 70001, 600011};
+  for (const char* choice : {"reno", "", "system"}) {
+    env.port = free_port();
+    env.tcp_congestion = choice;
+    auto out = run_world(env, [&](int r) {
+      setenv("RINGRT_DEBUG", "1", 1);
+      return allreduce_body(r, counts);
+    }, 120);
+    check_world(env, out);
+    const std::string sys = system_congestion();
+    for (const std::string& got : reported_congestion(out)) {
+      const std::string what = std::string("RINGRT_TCP_CONGESTION=") + choice + " (system: " + sys + "): " + got;
+      if (std::string(choice) == "reno") CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("reno"), got);
+      else if (std::string(choice) == "system") CPPUNIT_ASSERT_EQUAL_MESSAGE(what, sys, got);
+      else if (sys.rfind("bbr", 0) == 0) CPPUNIT_ASSERT_MESSAGE(what, got == "cubic" || got == "reno");
+      else CPPUNIT_ASSERT_EQUAL_MESSAGE(what, sys, got);
+    }
+  }
+  env.port = free_port();
+  env.tcp_congestion = "no-such-cc";
+  auto bad = run_world(env, [&](int) {
+    ringrt_result_t rc = ringrt_init();
+    std::printf("%s: %s\n", ringrt_error_string(rc), ringrt_error_detail());
+    return rc == RINGRT_ERR_CONFIG && std::strstr(ringrt_error_detail(), "RINGRT_TCP_CONGESTION=\"no-such-cc\"") &&
+                   std::strstr(ringrt_error_detail(), "available: ")
+               ? 0
+               : 90;
+  }, 60);
+  for (const RankOutcome& o : bad) CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(bad), 0, o.status);
+}

@@ -454,6 +454,15 @@ class RingrtUnitTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(1, ok.rank);
     CPPUNIT_ASSERT_EQUAL(250, ok.timeout_ms);
     CPPUNIT_ASSERT_EQUAL(RINGRT_BACKEND_HIER, ok.backend);
+    CPPUNIT_ASSERT_EQUAL(std::string("auto"), ok.tcp_congestion);
+    setenv("RINGRT_TCP_CONGESTION", "BBR; rm", 1);  // not a kernel name: refused before any socket
+    CPPUNIT_ASSERT_EQUAL(RINGRT_ERR_CONFIG, ringrt::config_from_env(&e));
+    CPPUNIT_ASSERT(ringrt::last_detail().find("RINGRT_TCP_CONGESTION") != std::string::npos);
+    setenv("RINGRT_TCP_CONGESTION", "reno", 1);  // every process may choose reno
+    ringrt::Config reno;
+    CPPUNIT_ASSERT_EQUAL(RINGRT_OK, ringrt::config_from_env(&reno));
+    CPPUNIT_ASSERT_EQUAL(std::string("reno"), reno.tcp_congestion);
+    unsetenv("RINGRT_TCP_CONGESTION");
     for (const char* v : vars) unsetenv(v);
   }
   void testHeaderChecksum() {
