@@ -52,10 +52,13 @@ mkdir -p "$out"
 gloo_lib=$(ls /usr/lib/libgloo.so* /usr/lib/*/libgloo.so* 2>/dev/null | head -n 1 || true)
 [ -n "$gloo_lib" ] || { echo "compare-allreduce: libgloo not found (apt-get install libgloo-dev)" >&2; exit 2; }
 cc_file=/proc/sys/net/ipv4/tcp_congestion_control
+allowed_file=/proc/sys/net/ipv4/tcp_allowed_congestion_control
 if [ -n "$system_cc" ]; then
+  # setting the default also adds it to the allowed list: both are put back at exit
   old_cc=$(cat "$cc_file")
+  old_allowed=$(cat "$allowed_file")
+  trap 'echo "$old_cc" > "$cc_file"; echo "$old_allowed" > "$allowed_file"' EXIT
   echo "$system_cc" > "$cc_file" || { echo "compare-allreduce: cannot set $cc_file to $system_cc" >&2; exit 2; }
-  trap 'echo "$old_cc" > "$cc_file"' EXIT
 fi
 echo "compare-allreduce: system TCP congestion control $(cat "$cc_file")" \
      "(allowed to every process: $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
