@@ -161,8 +161,8 @@ void tune_socket(int fd);
 // reno that the kernel lets this process choose (util.cpp says why). Any other name: that one, or
 // an error naming what the kernel allows. Applied to a socket before it connects, or to a
 // listener (accepted connections inherit it): a connection that started with BBR keeps pacing.
-// *in_effect: the algorithm the socket has afterwards.
-rr choose_congestion(int fd, const std::string& want, std::string* in_effect);
+// congestion_of() tells what a socket has.
+rr choose_congestion(int fd, const std::string& want);
 std::string congestion_of(int fd);
 void set_nonblocking(int fd, bool on);
 // Blocking-with-deadline full send / receive on a nonblocking socket. code_on_fail is returned

@@ -302,8 +302,8 @@ rr join(const Config& cfg, int data_port, Table* table) {
 rr rendezvous(const Config& cfg, Table* table, Fd* listener) {
   int port = 0;
   RINGRT_CHECK(tcp_listen("", 0, listener, &port));
-  std::string in_effect;  // the ring connections accepted here inherit it
-  RINGRT_CHECK(choose_congestion(listener->fd, cfg.tcp_congestion, &in_effect));
+  // the ring connections accepted here inherit it
+  RINGRT_CHECK(choose_congestion(listener->fd, cfg.tcp_congestion));
   if (cfg.world_size == 1) {
     table->peers.assign(1, PeerInfo{0, cfg.hostname, "127.0.0.1", port, static_cast<int>(getpid())});
     table->backend = cfg.backend;

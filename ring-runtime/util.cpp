@@ -219,8 +219,7 @@ rr finish_config(Config* c) {
     if (c->tcp_congestion != "auto" && c->tcp_congestion != "system") {
       // ask the kernel now, so that every rank fails at init with the reason, not at ring formation
       Fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-      std::string in_effect;
-      if (probe.ok()) RINGRT_CHECK(choose_congestion(probe.fd, c->tcp_congestion, &in_effect));
+      if (probe.ok()) RINGRT_CHECK(choose_congestion(probe.fd, c->tcp_congestion));
     }
   }
   return RINGRT_OK;
@@ -399,18 +398,17 @@ std::string congestion_of(int fd) {
 // of 16 MiB, and without them busbw rose from 1.1-1.2 to 1.85-2.0 GB/s at 16 MiB and from
 // 1.4-1.6 to 2.4-2.8 GB/s at 4 MiB. cubic is Linux's own default; reno is the one every
 // process may choose.
-rr choose_congestion(int fd, const std::string& want, std::string* in_effect) {
-  const std::string now = congestion_of(fd);
-  *in_effect = now;
+rr choose_congestion(int fd, const std::string& want) {
   if (want == "system") return RINGRT_OK;
+  const std::string now = congestion_of(fd);
   if (want == "auto") {
     if (now.compare(0, 3, "bbr") != 0) return RINGRT_OK;
     for (const char* alt : {"cubic", "reno"}) {
-      if (set_congestion(fd, alt)) { *in_effect = alt; return RINGRT_OK; }
+      if (set_congestion(fd, alt)) return RINGRT_OK;
     }
     return RINGRT_OK;  // neither is allowed here: BBR it is
   }
-  if (want == now || set_congestion(fd, want)) { *in_effect = want; return RINGRT_OK; }
+  if (want == now || set_congestion(fd, want)) return RINGRT_OK;
   const int err = errno;
   std::string allowed = read_first_line("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
   std::string available = read_first_line("/proc/sys/net/ipv4/tcp_available_congestion_control");
@@ -485,8 +483,7 @@ rr tcp_connect(const std::string& host, int port, int64_t deadline_ns, Fd* out, 
         int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0) continue;
         tune_socket(fd);
-        std::string in_effect;
-        rr cc = choose_congestion(fd, congestion, &in_effect);
+        rr cc = choose_congestion(fd, congestion);
         if (cc != RINGRT_OK) {
           ::close(fd);
           freeaddrinfo(res);

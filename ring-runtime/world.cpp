@@ -179,11 +179,12 @@ rr init_world(const Config& cfg) {
     }
   }
   listener.reset();
-  if (debug_enabled())
-    log_msg("world of %d formed: backend %s, %zu node(s), local %d/%d, %d cpus, %d cores, %d NUMA node(s)%s%s", n,
+  if (debug_enabled()) {
+    const std::string cc = w->tcp && w->tcp->size() > 1 ? ", TCP congestion control " + w->tcp->congestion() : "";
+    log_msg("world of %d formed: backend %s, %zu node(s), local %d/%d, %d cpus, %d cores, %d NUMA node(s)%s", n,
             backend_name(w->backend), nnodes, w->local_rank, w->local_size, w->node.cpus, w->node.cores,
-            w->node.numa_nodes, w->tcp && w->tcp->size() > 1 ? ", TCP congestion control " : "",
-            w->tcp && w->tcp->size() > 1 ? w->tcp->congestion().c_str() : "");
+            w->node.numa_nodes, cc.c_str());
+  }
   g_world = w.release();
   if (g_world->nccl_requested) {
     rr rc = nccl_create(&g_world->nccl, cfg.rank, n, g_world->local_rank, cfg.timeout_ms,
