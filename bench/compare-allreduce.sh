@@ -61,7 +61,7 @@ if [ -n "$system_cc" ]; then
   echo "$system_cc" > "$cc_file" || { echo "compare-allreduce: cannot set $cc_file to $system_cc" >&2; exit 2; }
 fi
 echo "compare-allreduce: system TCP congestion control $(cat "$cc_file")" \
-     "(allowed to every process: $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
+     "(allowed to every process: $(cat "$allowed_file"))"
 echo "compare-allreduce: building the OpenMPI and Gloo helpers in $out"
 mpicc -O2 -o "$out/mpi_allreduce_bench" "$here/mpi_allreduce_bench.c"
 g++ -O2 -std=c++17 -o "$out/gloo_allreduce_bench" "$here/gloo_allreduce_bench.cpp" "$gloo_lib" -lpthread
