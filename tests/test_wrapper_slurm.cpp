@@ -37,9 +37,10 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
     const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss";
     const std::string training = " --steps=1200 --log-every=100000 --emulate-model=lm-b80";
     // A master port exported from the submitting shell is ignored (it would put every job on it).
-    const std::string script = d.write("job.sh", "#!/bin/sh\nexport RINGRT_MASTER_PORT=1\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
-                                                     repo_file("data/profiles/gavel.csv") + " --ckpt-dir=" + ck +
-                                                     " -- " + kTrain + training + " --loss-log=" + loss + "\n");
+    const std::string script =
+        d.write("job.sh", "#!/bin/sh\nexport RINGRT_MASTER_PORT=1\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
+                              repo_file("data/profiles/gavel.csv") + " --ckpt-dir=" + ck + " -- " + kTrain + training +
+                              " --loss-log=" + loss + "\n");
     chmod(script.c_str(), 0755);
     std::string out;
     // The GPU type as a feature constraint, as job_submit/ringsched gives it to ring jobs: the

@@ -38,6 +38,8 @@
 
 extern char** environ;
 
+using ringrun::parse_int;
+
 namespace {
 
 constexpr int kExitStopped = 75;  // the workers' "stopped at a checkpoint on request"
@@ -112,7 +114,7 @@ int parse(int argc, char** argv, Options* o) {
   while ((c = getopt_long(argc, argv, "+", opts, nullptr)) != -1) {
     const char* bad = nullptr;
     switch (c) {
-      case GPUS: if (!ringrun::parse_int(optarg, 1, 4096, &o->gpus)) bad = "--gpus (1..4096)"; break;
+      case GPUS: if (!parse_int(optarg, 1, 4096, &o->gpus)) bad = "--gpus (1..4096)"; break;
       case CKPT: o->ckpt_dir = optarg; break;
       case MODEL: o->model = optarg; break;
       case TYPE: o->gpu_type = ringsched::normalize_type(optarg); break;
@@ -125,12 +127,12 @@ int parse(int argc, char** argv, Options* o) {
         break;
       }
       case RFILE: o->resize_file = optarg; break;
-      case MAXG: if (!ringrun::parse_int(optarg, 1, 4096, &o->max_gpus)) bad = "--max-gpus (1..4096)"; break;
-      case PORT: if (!ringrun::parse_int(optarg, 1024, 65535, &o->port)) bad = "--port (1024..65535)"; break;
-      case GRACE: if (!ringrun::parse_int(optarg, 1, 3600, &o->grace_s)) bad = "--grace (1..3600)"; break;
+      case MAXG: if (!parse_int(optarg, 1, 4096, &o->max_gpus)) bad = "--max-gpus (1..4096)"; break;
+      case PORT: if (!parse_int(optarg, 1024, 65535, &o->port)) bad = "--port (1024..65535)"; break;
+      case GRACE: if (!parse_int(optarg, 1, 3600, &o->grace_s)) bad = "--grace (1..3600)"; break;
       case NOREQ: o->no_requeue = true; break;
-      case NODEW: if (!ringrun::parse_int(optarg, 1, 4096, &o->node_workers)) bad = "--node-workers (1..4096)"; break;
-      case PTIME: if (!ringrun::parse_int(optarg, 100, 3600000, &o->peer_timeout_ms)) bad = "--peer-timeout (100..3600000 ms)"; break;
+      case NODEW: if (!parse_int(optarg, 1, 4096, &o->node_workers)) bad = "--node-workers (1..4096)"; break;
+      case PTIME: if (!parse_int(optarg, 100, 3600000, &o->peer_timeout_ms)) bad = "--peer-timeout (100..3600000 ms)"; break;
       case HELP: usage(stdout); std::exit(0);
       default:
         std::fprintf(stderr, "ringrun: unknown option or missing value: %s (see --help)\n", argv[optind - 1]);
@@ -302,7 +304,7 @@ int read_resize_file(const std::string& path, int max_gpus) {
   int n = 0;
   size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
   std::string v = b == std::string::npos ? "" : text.substr(b, e - b + 1);
-  if (!ringrun::parse_int(v.c_str(), 1, max_gpus, &n)) {
+  if (!parse_int(v.c_str(), 1, max_gpus, &n)) {
     log("ignoring resize request in %s: '%s' is not a GPU count in 1..%d", path.c_str(), v.c_str(), max_gpus);
     return 0;
   }
@@ -327,7 +329,7 @@ ResizeRequest parse_admin_comment(const std::string& c, int max_gpus) {
   std::stringstream ss(body);
   for (std::string f; std::getline(ss, f, ',');) fields.push_back(f);
   int n = 0;
-  if (fields.empty() || !ringrun::parse_int(fields[0].c_str(), 1, max_gpus, &n)) return r;
+  if (fields.empty() || !parse_int(fields[0].c_str(), 1, max_gpus, &n)) return r;
   for (size_t i = 1; i < fields.size(); ++i) {
     if (fields[i].rfind("type=", 0) == 0) {
       std::string t = fields[i].substr(5);
@@ -370,7 +372,7 @@ void forward_timing(const Options& o, const std::string& timing_file, int world)
   auto f = split(line, ',');
   int w = 0, batch = 0;
   double steps = 0, secs = 0;
-  if (f.size() != 4 || !ringrun::parse_int(f[0].c_str(), 1, 4096, &w) || !ringrun::parse_int(f[1].c_str(), 1, 1 << 20, &batch) ||
+  if (f.size() != 4 || !parse_int(f[0].c_str(), 1, 4096, &w) || !parse_int(f[1].c_str(), 1, 1 << 20, &batch) ||
       !(steps = std::atof(f[2].c_str()), steps >= 1) || !(secs = std::atof(f[3].c_str()), secs > 0)) {
     log("ignoring malformed timing report '%s' in %s", line.c_str(), timing_file.c_str());
     return;
@@ -404,7 +406,7 @@ void forward_timing(const Options& o, const std::string& timing_file, int world)
 int run_node_share(const Options& o) {
   int node = 0;
   const char* id = std::getenv("SLURM_NODEID");
-  if (!id || !ringrun::parse_int(id, 0, 65535, &node)) {
+  if (!id || !parse_int(id, 0, 65535, &node)) {
     std::fprintf(stderr, "ringrun: --node-workers needs SLURM_NODEID (it is started by srun)\n");
     return 2;
   }
@@ -416,7 +418,7 @@ int run_node_share(const Options& o) {
   if (const char* c = std::getenv("CUDA_VISIBLE_DEVICES")) gpu_ids = split(c, ',');
   const char* w = std::getenv("RINGRT_WORLD_SIZE");
   int world = 0;
-  if (!w || !ringrun::parse_int(w, 1, 4096, &world)) {
+  if (!w || !parse_int(w, 1, 4096, &world)) {
     std::fprintf(stderr, "ringrun: --node-workers needs RINGRT_WORLD_SIZE\n");
     return 2;
   }
@@ -448,7 +450,7 @@ int main(int argc, char** argv) {
   uint32_t job_id = 0;
   if (job_env && *job_env) {
     int v;
-    if (!ringrun::parse_int(job_env, 1, 0x7fffffff, &v)) {
+    if (!parse_int(job_env, 1, 0x7fffffff, &v)) {
       std::fprintf(stderr, "ringrun: SLURM_JOB_ID '%s' is not a job id\n", job_env);
       return 2;
     }

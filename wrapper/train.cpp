@@ -28,6 +28,8 @@
 #include "ringsched/throughput.h"
 #include "wrapper_env.h"
 
+using ringrun::parse_long;
+
 namespace {
 
 // Exit codes the wrapper understands (ringrun(1)).
@@ -123,15 +125,15 @@ int parse_options(int argc, char** argv, Options* o) {
   while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
     const char* bad = nullptr;
     switch (c) {
-      case STEPS: if (!ringrun::parse_long(optarg, 1, 100000000, &o->steps)) bad = "--steps (1..1e8)"; break;
-      case BATCH: if (ringrun::parse_long(optarg, 1, 65536, &v)) o->global_batch = int(v); else bad = "--global-batch (1..65536)"; break;
-      case HIDDEN: if (ringrun::parse_long(optarg, 1, 4096, &v)) o->hidden = int(v); else bad = "--hidden (1..4096)"; break;
+      case STEPS: if (!parse_long(optarg, 1, 100000000, &o->steps)) bad = "--steps (1..1e8)"; break;
+      case BATCH: if (parse_long(optarg, 1, 65536, &v)) o->global_batch = int(v); else bad = "--global-batch (1..65536)"; break;
+      case HIDDEN: if (parse_long(optarg, 1, 4096, &v)) o->hidden = int(v); else bad = "--hidden (1..4096)"; break;
       case LR: if (!parse_double(optarg, 1e-9, 10, &o->lr)) bad = "--lr (0..10]"; break;
       case MOM: if (!parse_double(optarg, 0, 0.999, &o->momentum)) bad = "--momentum (0..0.999)"; break;
-      case SEED: if (ringrun::parse_long(optarg, 0, 0x7fffffff, &v)) o->seed = uint64_t(v); else bad = "--seed (0..2^31-1)"; break;
+      case SEED: if (parse_long(optarg, 0, 0x7fffffff, &v)) o->seed = uint64_t(v); else bad = "--seed (0..2^31-1)"; break;
       case CKDIR: o->ckpt_dir = optarg; break;
-      case CKEVERY: if (!ringrun::parse_long(optarg, 0, 100000000, &o->ckpt_every)) bad = "--ckpt-every (0..1e8)"; break;
-      case LOGEVERY: if (!ringrun::parse_long(optarg, 1, 100000000, &o->log_every)) bad = "--log-every (1..1e8)"; break;
+      case CKEVERY: if (!parse_long(optarg, 0, 100000000, &o->ckpt_every)) bad = "--ckpt-every (0..1e8)"; break;
+      case LOGEVERY: if (!parse_long(optarg, 1, 100000000, &o->log_every)) bad = "--log-every (1..1e8)"; break;
       case LOSSLOG: o->loss_log = optarg; break;
       case SPB: o->spb = true; break;
       case EMU: o->emulate_model = optarg; break;
