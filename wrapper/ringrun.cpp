@@ -201,6 +201,36 @@ void set_var(std::vector<std::string>& env, const std::string& assignment) {
   env.push_back(assignment);
 }
 
+// torchrun's environment (torch.distributed's env:// rendezvous), so that an unmodified
+// torch.distributed script runs under ringrun: per worker, rank `rank` of `world`, the
+// `local_rank`-th of the `local_world` workers its launcher (one per node) starts; per job, the
+// master address, a MASTER_PORT for torch's own store and the restart count. MASTER_PORT is never
+// libringrt's rendezvous port, since a script may use gloo and "ringrt" at once: in a job it is
+// 20000 + (id + 6000) mod 12000, the half of libringrt's job-id range (20000 + id mod 12000)
+// opposite this job's ring port; outside a job, a free port of this host other than the ring's.
+// See ringrun(1), PYTORCH.
+std::vector<std::string> torch_rank_env(int rank, int local_rank, int local_world, int world) {
+  const int group = (rank - local_rank) / std::max(1, local_world);
+  return {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(local_rank),
+          "WORLD_SIZE=" + std::to_string(world), "LOCAL_WORLD_SIZE=" + std::to_string(local_world),
+          "GROUP_RANK=" + std::to_string(group), "GROUP_WORLD_SIZE=" + std::to_string(world / std::max(1, local_world)),
+          "ROLE_RANK=" + std::to_string(rank), "ROLE_WORLD_SIZE=" + std::to_string(world), "ROLE_NAME=default"};
+}
+std::vector<std::string> torch_job_env(const std::string& master, uint32_t job_id, int ring_port, int generation) {
+  int port = job_id ? 20000 + int((job_id + 6000) % 12000) : 0;
+  if (port == ring_port) port = job_id ? 20000 + int((job_id + 6001) % 12000) : 0;
+  for (int tries = 0; tries < 8 && (port == 0 || port == ring_port); ++tries) port = ringrt_local::free_port();
+  // A requeued job starts again under Slurm; its restarts count with ringrun's own.
+  int restarts = generation;
+  if (const char* c = std::getenv("SLURM_RESTART_COUNT")) {
+    int n = 0;
+    if (parse_int(c, 0, 1000000, &n)) restarts += n;
+  }
+  return {"MASTER_ADDR=" + master, "MASTER_PORT=" + std::to_string(port),
+          "TORCHELASTIC_RESTART_COUNT=" + std::to_string(restarts),
+          "TORCHELASTIC_RUN_ID=" + (job_id ? std::to_string(job_id) : std::string("local"))};
+}
+
 // The workers of one run: started together, signalled together, reaped one by one.
 class WorkerGroup {
  public:
@@ -227,6 +257,7 @@ class WorkerGroup {
                 "--ntasks-per-node=1", self_path(), "--node-workers=" + std::to_string(world / nodes), "--"};
       } else {
         set_var(e, "RINGRT_RANK=" + std::to_string(r));
+        for (auto& v : torch_rank_env(r, i, procs, world)) set_var(e, v);
         if (!gpu_ids.empty()) set_var(e, "CUDA_VISIBLE_DEVICES=" + gpu_ids[size_t(i) % gpu_ids.size()]);
       }
       argv.insert(argv.end(), cmd.begin(), cmd.end());
@@ -529,6 +560,7 @@ int main(int argc, char** argv) {
         "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
         "RINGRT_SECRET_FILE=" + secret, "RINGRUN_CKPT_DIR=" + o.ckpt_dir, "RINGRUN_TIMING_FILE=" + timing_file};
     if (o.port) env.push_back("RINGRT_MASTER_PORT=" + std::to_string(o.port));
+    for (auto& v : torch_job_env(master, job_id, o.port, generation)) env.push_back(v);
     // Shared, loaded machines stall a healthy rank for seconds: the default deadline is generous.
     if (!std::getenv("RINGRT_TIMEOUT_MS")) env.push_back("RINGRT_TIMEOUT_MS=" + std::to_string(o.peer_timeout_ms));
     if (!o.gpu_type.empty()) env.push_back("RINGRUN_GPU_TYPE=" + o.gpu_type);
