@@ -14,8 +14,8 @@
 //  3. Hysteresis. For every running job the plan resizes, the gain of the resize is what the plan
 //     would lose if that job were held at its current size (re-planned with it pinned), before
 //     its own restart cost. Below min_gain_multiple x C, or within min_interval_s of its last
-//     resize, the job is pinned and the round re-planned. The interval does not hold a job whose
-//     shrink lets a waiting job start; the gain rule still does. Jobs are pinned one at a time
+//     resize (or start), the job is pinned and the round re-planned. The interval holds every
+//     resize, a shrink that would let a waiting job start included. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.
 //     That is n re-plans per pass and up to n passes; it is kept for rounds of up to
 //     DoublingSteps::exact_hysteresis_max_jobs jobs. Larger rounds (the planner calls this with
@@ -269,8 +269,7 @@ class DoublingRound {
         // Gross gain: what holding the job would cost the plan, before this job's restart.
         double gain = planning_cost(alt) - base_cost + costs_.restart_s;
         resize_gain[j] = gain;
-        bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s &&
-                        alt.admitted >= plan.admitted;
+        bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s;
         bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
         if (!too_soon && !too_small) continue;
         // Interval violations first, then the smallest gain; ties by policy order.
@@ -321,7 +320,7 @@ class DoublingRound {
         if (!is_resized(w, pinned, j)) continue;
         Held h = hold(w, pinned, m, static_cast<int>(j), w_cost);
         double gain = h.cost - w_cost + costs_.restart_s;
-        candidates.push_back({too_soon(j, h, w), gain, static_cast<int>(j)});
+        candidates.push_back({too_soon(j), gain, static_cast<int>(j)});
       }
       std::sort(candidates.begin(), candidates.end(), [this](const Candidate& x, const Candidate& y) {
         if (x.too_soon != y.too_soon) return x.too_soon;
@@ -335,7 +334,7 @@ class DoublingRound {
         Held h = hold(w, pinned, m, c.job, w_cost);
         double gain = h.cost - w_cost + costs_.restart_s;
         resize_gain[j] = gain;
-        bool soon = too_soon(j, h, w);
+        bool soon = too_soon(j);
         bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
         if (!soon && !too_small) continue;
         pinned[j] = 1;
@@ -422,11 +421,10 @@ class DoublingRound {
     double cost = 0;  // planning_cost of the repaired plan
   };
 
-  // The interval rule: resized too recently, unless holding it makes a job wait that would start.
-  bool too_soon(size_t j, const Held& h, const Assignment& a) const {
-    return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s &&
-           h.admitted >= a.admitted;
-  }
+  // The interval rule: resized (or started) too recently. It holds whatever the resize would
+  // bring, a waiting job's start included: a job that has just started or restarted cannot
+  // checkpoint yet, so a request then costs a restart and gains nothing (issue 14).
+  bool too_soon(size_t j) const { return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s; }
 
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
   Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,

@@ -369,12 +369,21 @@ class DoublingTest : public CppUnit::TestFixture {
   }
 
   void running_job_shrinks_to_admit_waiting_job() {
-    // A holds all 8 GPUs and was resized just now; B arrives. Letting B start now beats making
-    // it wait for A, so A gives GPUs back despite the interval (admission is not a gain resize).
+    // A holds all 8 GPUs and was resized (or started) just now; B arrives. The minimum interval
+    // holds A at 8 although its shrink would let B start: a job that has just (re)started cannot
+    // checkpoint yet (issue 14). Once the interval has passed, A gives GPUs back and B starts.
     auto a = running(elastic(1e5, 1, 8, scaling(1.0, 0.9)), 8, 0.0);
     auto b = elastic(1e5, 1, 8, scaling(1.0, 0.9));
     ResizeCosts costs;
-    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, costs, 10.0);
+    for (int exact_max : {16, 0}) {  // the exact re-planning rule and the incremental one
+      DoublingSteps steps;
+      steps.exact_hysteresis_max_jobs = exact_max;
+      DoublingResult early = doubling_heuristic({a, b}, {0, 1}, 8, costs, 10.0, steps);
+      CPPUNIT_ASSERT_EQUAL(8, early.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL(0, early.gpus[1]);
+      CPPUNIT_ASSERT_MESSAGE(early.reasons[0], contains(early.reasons[0], "minimum interval 300 s"));
+    }
+    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, costs, 400.0);
     CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
     CPPUNIT_ASSERT_EQUAL(4, r.gpus[1]);
     CPPUNIT_ASSERT(contains(r.reasons[0], "shrinks 8->4"));
@@ -514,11 +523,12 @@ class DoublingTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(8, doubling_heuristic({early}, {0}, 8, ResizeCosts{}, 1300.0,
                                                incremental_steps()).gpus[0]);
 
-    // A shrink that admits a waiting job goes through despite the interval; one that gains too
-    // little does not.
+    // A shrink that admits a waiting job waits for the interval too (issue 14); after it, it goes
+    // through; one that gains too little does not.
     auto a = running(elastic(1e5, 1, 8, scaling(1.0, 0.9)), 8, 0.0);
     auto b = elastic(1e5, 1, 8, scaling(1.0, 0.9));
-    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, ResizeCosts{}, 10.0, incremental_steps());
+    CPPUNIT_ASSERT_EQUAL(8, doubling_heuristic({a, b}, {0, 1}, 8, ResizeCosts{}, 10.0, incremental_steps()).gpus[0]);
+    DoublingResult r = doubling_heuristic({a, b}, {0, 1}, 8, ResizeCosts{}, 400.0, incremental_steps());
     CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
     CPPUNIT_ASSERT_EQUAL(4, r.gpus[1]);
     CPPUNIT_ASSERT(contains(r.reasons[0], "shrinks 8->4"));
