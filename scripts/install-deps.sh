@@ -16,6 +16,8 @@ packages=(
   slurmctld slurmd slurm-client munge libslurm-dev libmunge-dev libpam0g-dev
   # plots, ring-runtime comparisons, leak checks
   gnuplot-nox libopenmpi-dev openmpi-bin libgloo-dev valgrind
+  # the PyTorch integration (python/, CPU builds of Debian's torch 1.13) and its data set
+  python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-torchvision python3-sklearn
   # misc tools the harness uses
   procps psmisc
 )

@@ -1,0 +1,2 @@
+"""ringsched's Python side. ``import ringsched.torch`` registers libringrt as the
+torch.distributed backend "ringrt" (see ringsched-torch(3) and docs/pytorch.md)."""
