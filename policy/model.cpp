@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ringsched/csv.h"
 
@@ -155,6 +156,9 @@ ProfileTable ProfileTable::load_csv(const std::string& path) {
   int c_b = f.require_column("global_batch");
   int c_v = f.require_column("iters_per_s");
   ProfileTable t;
+  // A point measured twice in one file is ambiguous (which run is right?): an error naming both
+  // lines, rather than the last row silently winning as add() would let it.
+  std::map<std::tuple<std::string, std::string, int, double>, int> first_line;
   for (const CsvRow& row : f.rows()) {
     ProfilePoint p;
     p.model = f.str(row, c_model);
@@ -165,7 +169,13 @@ ProfileTable ProfileTable::load_csv(const std::string& path) {
     p.global_batch = f.number(row, c_b);
     p.iters_per_s = f.number(row, c_v);
     check_point(p, path, row.line);
-    t.add(p);
+    auto [seen, fresh] =
+        first_line.emplace(std::make_tuple(p.model, p.gpu_type, p.num_gpus, p.global_batch), row.line);
+    if (!fresh)
+      f.fail(row, "duplicate profile point: " + p.model + " on " + std::to_string(p.num_gpus) +
+                      " x " + p.gpu_type + " at global batch " + f.str(row, c_b) +
+                      " is already given on line " + std::to_string(seen->second));
+    t.points_.push_back(p);
   }
   return t;
 }

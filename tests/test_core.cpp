@@ -22,6 +22,7 @@ class CoreTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(csvMissingFileAndColumn);
   CPPUNIT_TEST(profileRejectsBadThroughputs);
   CPPUNIT_TEST(profileRoundTrip);
+  CPPUNIT_TEST(profileDuplicateRowsNameBothLines);
   CPPUNIT_TEST(clusterLoadAndErrors);
   CPPUNIT_TEST(jobValidation);
   CPPUNIT_TEST(impossibleJobs);
@@ -103,6 +104,25 @@ class CoreTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(size_t(2), u.points().size());
     CPPUNIT_ASSERT(u.has("m", "v100"));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(4.5, u.points_for("m", "v100")[1].iters_per_s, 1e-12);
+  }
+
+  // The same (model, type, GPUs, batch) twice in one file is an error naming both lines, also
+  // when the rows differ only in how the type is written or with a comment between them.
+  void profileDuplicateRowsNameBothLines() {
+    TempDir dir;
+    std::string path = dir.write("dup.csv",
+                                 "model,gpu_type,num_gpus,global_batch,iters_per_s\n"
+                                 "m,v100,1,32,2.5\n"
+                                 "m,v100,2,32,4.0\n"
+                                 "# measured again\n"
+                                 "m,V100,2,32,4.5\n");
+    std::string msg = error_of([&] { ProfileTable::load_csv(path); });
+    CPPUNIT_ASSERT_MESSAGE(msg, contains(msg, "dup.csv:5:") && contains(msg, "duplicate") &&
+                                    contains(msg, "line 3"));
+    // Other batches and sizes of the same model are distinct points.
+    ProfileTable t = ProfileTable::load_csv(dir.write(
+        "ok.csv", "model,gpu_type,num_gpus,global_batch,iters_per_s\nm,v100,2,32,4\nm,v100,2,64,3\nm,k80,2,32,1\n"));
+    CPPUNIT_ASSERT_EQUAL(size_t(3), t.points().size());
   }
 
   void clusterLoadAndErrors() {
