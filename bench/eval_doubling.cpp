@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "ringsched/doubling.h"
-#include "ringsched/doubling_steps.h"
+#include "doubling_steps.h"
 #include "ringsched/throughput.h"
 
 using namespace ringsched;

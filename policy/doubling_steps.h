@@ -1,6 +1,6 @@
-// Which steps the doubling heuristic runs. doubling_heuristic() in doubling.h runs all of them;
-// this overload lets the evaluation (bench/eval_doubling) run the paper's steps alone and measure
-// what our extension adds.
+// Which steps the doubling heuristic runs. doubling_heuristic() in ringsched/doubling.h runs all of
+// them; this overload lets the evaluation (bench/eval_doubling) and the tests run the paper's
+// steps alone and measure what our extensions add. Private to the library, its tests and benches.
 #pragma once
 
 #include <vector>
@@ -19,8 +19,13 @@ struct DoublingSteps {
   // if that job were held. Rounds of at most this many jobs find it by re-planning the whole
   // round with the job held, pinning one job per pass (up to n passes of n re-plans); larger
   // rounds repair the plan incrementally from its marginal doublings and pin in sweeps (see
-  // doubling.cpp), which keeps a round of thousands of jobs within milliseconds.
+  // doubling_hysteresis.cpp), which keeps a round of thousands of jobs within milliseconds.
   int exact_hysteresis_max_jobs = 16;
+  // Ours: step 2 by the exact multiple-choice knapsack over the admitted jobs (their sizes at or
+  // above the base admission gave them, within the GPUs left) wherever its table is small enough
+  // to be faster than the greedy doubling and the local improvement. Same objective, so the
+  // plan is never worse; off: always the greedy.
+  bool exact_allocation = false;
 };
 
 DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,

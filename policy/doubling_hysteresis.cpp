@@ -1,0 +1,341 @@
+// Step 3 of the doubling round, hysteresis: which running jobs keep their size, and the planning
+// cost that values a plan with a job held (see doubling_round.h).
+#include "doubling_round.h"
+
+#include <algorithm>
+#include <queue>
+
+namespace ringsched {
+namespace doubling_internal {
+
+// Sum of costs of the jobs that run plus, for waiting jobs, an estimate of when they could
+// start (the planned jobs' finish times free GPUs) and their run at base size. Only used to
+// compare plans of the same round.
+double DoublingRound::planning_cost(const Assignment& a) const {
+  return planning_cost(a, [&](size_t j) { return a.gpus[j]; }, a.free,
+                       [&](size_t j) { return a.wait_why[j] == WaitWhy::NoRoom; });
+}
+
+// The same for sizes given by size_of(j), `free` GPUs left, and waits_for_room(j) telling
+// whether a job with size 0 waits for room. O(n log n): finish times sorted once, then a
+// binary search over the GPUs they free per waiting job.
+template <typename SizeOf, typename WaitsForRoom>
+double DoublingRound::planning_cost(const Assignment& a, SizeOf size_of, int free,
+                                    WaitsForRoom waits_for_room) const {
+  size_t n = a.gpus.size();
+  double total = 0;
+  std::vector<std::pair<double, int>>& finishes = finishes_;  // finish time, GPUs freed
+  finishes.clear();
+  for (size_t j = 0; j < n; ++j) {
+    int g = size_of(j);
+    if (g > 0) {
+      double c = cost(j, g);
+      total += c;
+      finishes.emplace_back(c, g);
+    }
+  }
+  std::sort(finishes.begin(), finishes.end());
+  std::vector<long>& freed = freed_;  // GPUs free once the first k+1 have finished
+  freed.resize(finishes.size());
+  long sum = free;
+  for (size_t k = 0; k < finishes.size(); ++k) freed[k] = sum += finishes[k].second;
+  for (size_t j = 0; j < n; ++j) {
+    if (size_of(j) > 0 || !waits_for_room(j)) continue;
+    int need = base_[j];
+    double start = 0;
+    if (free < need && !finishes.empty()) {
+      size_t k = std::lower_bound(freed.begin(), freed.end(), static_cast<long>(need)) -
+                 freed.begin();
+      start = finishes[std::min(k, finishes.size() - 1)].first;
+    }
+    total += start + wait_run_[j];
+  }
+  return total;
+}
+
+// Step 3 with a full re-plan per running job the plan resizes, and one pin per pass: at most
+// n passes of n re-plans. The reference for small rounds (DoublingSteps).
+DoublingResult DoublingRound::run_exact() {
+  size_t n = curves_.size();
+  std::vector<char> pinned(n, 0);
+  std::vector<double> resize_gain(n, kInf);  // measured gain of each running job's resize
+  std::vector<char> pinned_for_interval(n, 0);
+  Assignment plan = plan_round(pinned);
+  // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
+  for (size_t pass = 0; pass <= n; ++pass) {
+    int worst = -1;
+    bool worst_interval = false;
+    double worst_gain = kInf;
+    double base_cost = planning_cost(plan);
+    for (size_t j = 0; j < n; ++j) {
+      const DoublingJob& job = curves_.job(j);
+      if (!job.running || pinned[j] || !curves_.current_is_valid(j)) continue;
+      if (plan.gpus[j] == job.current_gpus) continue;
+      std::vector<char> held = pinned;
+      held[j] = 1;
+      Assignment alt = plan_round(held);
+      // Gross gain: what holding the job would cost the plan, before this job's restart.
+      double gain = planning_cost(alt) - base_cost + costs_.restart_s;
+      resize_gain[j] = gain;
+      bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s;
+      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
+      if (!too_soon && !too_small) continue;
+      // Interval violations first, then the smallest gain; ties by policy order.
+      if (worst < 0 || (too_soon && !worst_interval) ||
+          (too_soon == worst_interval &&
+           (gain < worst_gain || (gain == worst_gain && rank_[j] > rank_[worst])))) {
+        worst = static_cast<int>(j);
+        worst_interval = too_soon;
+        worst_gain = gain;
+      }
+    }
+    if (worst < 0) break;
+    pinned[worst] = 1;
+    pinned_for_interval[worst] = worst_interval;
+    plan = plan_round(pinned);
+  }
+  return describe(plan, pinned, pinned_for_interval, resize_gain);
+}
+
+// Step 3 for large rounds. A plan with job j held at its current size differs from the plan
+// only in what j's GPUs do: when j grew, the GPUs it would not take go to the next doublings
+// the greedy had no room for (best TI first, or a waiting job that now fits); when j shrank,
+// the GPUs it keeps come from the doublings that save least per GPU (undone, smallest TI
+// first), then from the lowest-priority jobs, which wait. hold() builds that repaired plan from
+// an index of those marginal doublings in O(moves x log n) plus one cost evaluation, instead
+// of a full re-plan. A sweep estimates every resized running job, visits them worst first
+// (interval violations, then the smallest gain; ties: lowest priority first) and pins each
+// one that still violates a rule on the plan as repaired by the pins before it -- so two jobs
+// that could each make room are not both held. Then one full re-plan with all the pins, and
+// another sweep, until a sweep pins nothing.
+DoublingResult DoublingRound::run_incremental() {
+  size_t n = curves_.size();
+  std::vector<char> pinned(n, 0);
+  std::vector<double> resize_gain(n, kInf);
+  std::vector<char> pinned_for_interval(n, 0);
+  Assignment plan = plan_round(pinned);
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    Assignment w = plan;  // the plan as repaired by this sweep's pins
+    Margins m = index_margins(w, pinned);
+    double w_cost = planning_cost(w);
+    struct Candidate {
+      bool too_soon;
+      double gain;
+      int job;
+    };
+    std::vector<Candidate> candidates;
+    for (size_t j = 0; j < n; ++j) {
+      if (!is_resized(w, pinned, j)) continue;
+      Held h = hold(w, pinned, m, static_cast<int>(j), w_cost);
+      double gain = h.cost - w_cost + costs_.restart_s;
+      candidates.push_back({too_soon(j), gain, static_cast<int>(j)});
+    }
+    std::sort(candidates.begin(), candidates.end(), [this](const Candidate& x, const Candidate& y) {
+      if (x.too_soon != y.too_soon) return x.too_soon;
+      if (x.gain != y.gain) return x.gain < y.gain;
+      return rank_[x.job] > rank_[y.job];
+    });
+    bool pinned_any = false;
+    for (const Candidate& c : candidates) {
+      size_t j = static_cast<size_t>(c.job);
+      if (!is_resized(w, pinned, j)) continue;  // an earlier pin's repair moved it back
+      Held h = hold(w, pinned, m, c.job, w_cost);
+      double gain = h.cost - w_cost + costs_.restart_s;
+      resize_gain[j] = gain;
+      bool soon = too_soon(j);
+      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s;
+      if (!soon && !too_small) continue;
+      pinned[j] = 1;
+      pinned_for_interval[j] = soon;
+      pinned_any = true;
+      apply(h, w, m, pinned);
+      w_cost = h.cost;
+    }
+    if (!pinned_any) break;
+    plan = plan_round(pinned);
+  }
+  return describe(plan, pinned, pinned_for_interval, resize_gain);
+}
+
+// Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).
+bool DoublingRound::next_doubling(size_t j, int size, bool resizable, double* ti) const {
+  if (size <= 0 || !resizable) return false;
+  long next = 2L * size;
+  if (next > curves_.cap(j) || curves_.speed(j, static_cast<int>(next)) <= 0) return false;
+  *ti = (cost(j, size) - cost(j, static_cast<int>(next))) / size;
+  return *ti > 0;
+}
+
+// The doubling that brought j to `size`, if j is resizable and above its base.
+bool DoublingRound::last_doubling(size_t j, int size, bool resizable, double* ti) const {
+  if (!resizable || size <= curves_.base(j) || size % 2) return false;
+  *ti = (cost(j, size / 2) - cost(j, size)) / (size / 2);
+  return true;
+}
+
+void DoublingRound::index_job(Margins& m, size_t j, int size, bool resizable, bool add) const {
+  double ti;
+  if (next_doubling(j, size, resizable, &ti)) {
+    Key k{-ti, rank_[j], static_cast<int>(j)};
+    auto& set = m.grow[size_class(size)];
+    if (add) set.insert(k); else set.erase(k);
+  }
+  if (last_doubling(j, size, resizable, &ti)) {
+    Key k{ti, -rank_[j], static_cast<int>(j)};
+    if (add) m.undo.insert(k); else m.undo.erase(k);
+  }
+}
+
+DoublingRound::Margins DoublingRound::index_margins(const Assignment& a,
+                                                    const std::vector<char>& pinned) const {
+  Margins m;
+  m.grow.resize(size_class(std::max(1, curves_.total())) + 2);
+  for (size_t j = 0; j < curves_.size(); ++j) {
+    if (a.gpus[j] > 0) index_job(m, j, a.gpus[j], may_resize(j, pinned), true);
+    else if (a.wait_why[j] == WaitWhy::NoRoom) ++m.waiting;
+  }
+  return m;
+}
+
+// The plan `a` with job j held at its current size, repaired as run_incremental() describes.
+DoublingRound::Held DoublingRound::hold(const Assignment& a, const std::vector<char>& pinned,
+                                        const Margins& m, int j, double a_cost) const {
+  Held h;
+  h.job = j;
+  h.free = a.free;
+  h.admitted = a.admitted;
+  std::vector<int> touched;
+  auto size_of = [&](int k) { return scratch_[k] >= 0 ? scratch_[k] : a.gpus[k]; };
+  auto set_size = [&](int k, int size) {
+    if (scratch_[k] < 0) touched.push_back(k);
+    scratch_[k] = size;
+  };
+  auto resizable = [&](int k) { return k != j && may_resize(k, pinned); };
+  int now = a.gpus[j], keep = curves_.job(j).current_gpus;
+  set_size(j, keep);
+  h.free += now - keep;
+  if (now == 0) ++h.admitted;
+  // 1. Room for what j keeps: undo the doublings that save least, then stop low-priority jobs.
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> undo_more;  // re-halvings
+  auto undo_it = m.undo.begin();
+  while (h.free < 0) {
+    while (undo_it != m.undo.end() && scratch_[std::get<2>(*undo_it)] >= 0) ++undo_it;  // stale
+    bool from_set = undo_it != m.undo.end() && (undo_more.empty() || *undo_it < undo_more.top());
+    if (!from_set && undo_more.empty()) break;
+    int k = from_set ? std::get<2>(*undo_it) : std::get<2>(undo_more.top());
+    if (from_set) ++undo_it; else undo_more.pop();
+    int size = size_of(k);
+    set_size(k, size / 2);
+    h.free += size / 2;
+    double ti;
+    if (last_doubling(k, size / 2, resizable(k), &ti)) undo_more.emplace(ti, -rank_[k], k);
+  }
+  bool stopped = false;
+  for (size_t r = order_.size(); h.free < 0 && r-- > 0;) {
+    int k = order_[r];
+    if (k == j || pinned[k] || size_of(k) <= 0) continue;
+    h.free += size_of(k);
+    set_size(k, 0);
+    --h.admitted;
+    stopped = true;
+  }
+  // 2. Use what is free: admission comes before doubling, so waiting jobs first (policy
+  // order), then the greedy's next doublings that fit.
+  std::vector<Key> grow_more;  // doublings of jobs this repair changed
+  auto push_grow = [&](int k, int size) {
+    double ti;
+    if (next_doubling(k, size, resizable(k), &ti)) grow_more.emplace_back(-ti, rank_[k], k);
+  };
+  if (h.free > 0 && m.waiting > 0)
+    for (int k : order_) {
+      if (h.free <= 0) break;
+      if (scratch_[k] >= 0 || pinned[k] || a.gpus[k] > 0 || a.wait_why[k] != WaitWhy::NoRoom)
+        continue;
+      int b = curves_.base(k);
+      if (b > h.free) continue;
+      set_size(k, b);
+      h.free -= b;
+      ++h.admitted;
+    }
+  // The jobs this repair changed (halved, started) have new next doublings.
+  for (int k : touched)
+    if (size_of(k) > 0) push_grow(k, size_of(k));
+  std::vector<std::set<Key>::const_iterator> heads(m.grow.size());
+  for (size_t c = 0; c < m.grow.size(); ++c) heads[c] = m.grow[c].begin();
+  while (h.free > 0) {
+    const Key* best = nullptr;
+    int best_size = 0;
+    for (size_t c = 0; c < m.grow.size() && (1 << c) <= h.free; ++c) {
+      auto& it = heads[c];
+      while (it != m.grow[c].end() && scratch_[std::get<2>(*it)] >= 0) ++it;  // stale
+      if (it != m.grow[c].end() && (!best || *it < *best)) {
+        best = &*it;
+        best_size = 1 << c;
+      }
+    }
+    size_t more = grow_more.size();
+    for (size_t x = 0; x < grow_more.size(); ++x) {
+      int k = std::get<2>(grow_more[x]);
+      int size = size_of(k);
+      if (size > h.free) continue;
+      if (!best || grow_more[x] < *best) {
+        best = &grow_more[x];
+        best_size = size;
+        more = x;
+      }
+    }
+    if (!best) break;
+    int k = std::get<2>(*best);
+    if (more < grow_more.size()) {
+      grow_more.erase(grow_more.begin() + more);
+    } else {
+      ++heads[size_class(best_size)];
+    }
+    if (size_of(k) != best_size) continue;  // stale overlay entry
+    set_size(k, 2 * best_size);
+    h.free -= best_size;
+    push_grow(k, 2 * best_size);
+  }
+  if (m.waiting == 0 && !stopped) {
+    // No job waits for room in either plan: the cost changes only by the jobs changed.
+    h.cost = a_cost;
+    for (int k : touched) h.cost += cost(k, scratch_[k]) - cost(k, a.gpus[k]);
+  } else {
+    h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
+                           [&](size_t k) {
+                             return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0;
+                           });
+  }
+  for (int k : touched) {
+    h.sizes.emplace_back(k, scratch_[k]);
+    scratch_[k] = -1;
+  }
+  return h;
+}
+
+// Makes the repaired plan the working plan: sizes, free GPUs, admissions and the index.
+void DoublingRound::apply(const Held& h, Assignment& a, Margins& m,
+                          const std::vector<char>& pinned) const {
+  // The index keys of a job depend on whether it may be resized: unindex every changed job
+  // as it was indexed (the job just held was still resizable), then index it as it is now.
+  for (const auto& [k, size] : h.sizes) {
+    if (a.gpus[k] > 0)
+      index_job(m, k, a.gpus[k], k == h.job ? curves_.job(k).elastic : may_resize(k, pinned),
+                false);
+    if (a.gpus[k] == 0 && a.wait_why[k] == WaitWhy::NoRoom) --m.waiting;
+    a.gpus[k] = size;
+    if (size > 0) {
+      a.wait_why[k] = WaitWhy::None;
+      index_job(m, k, size, may_resize(k, pinned), true);
+    } else {
+      a.wait_why[k] = WaitWhy::NoRoom;
+      ++m.waiting;
+    }
+  }
+  a.free = h.free;
+  a.admitted = h.admitted;
+}
+
+
+}  // namespace doubling_internal
+}  // namespace ringsched

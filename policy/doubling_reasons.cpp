@@ -1,0 +1,96 @@
+// One human-readable sentence per job of a doubling round.
+#include "doubling_round.h"
+
+
+namespace ringsched {
+namespace doubling_internal {
+
+DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<char>& pinned,
+                                       const std::vector<char>& pinned_for_interval,
+                                       const std::vector<double>& resize_gain) const {
+  size_t n = curves_.size();
+  DoublingResult r;
+  r.gpus = a.gpus;
+  r.reasons.resize(n);
+  std::string multiple = number(costs_.min_gain_multiple) + " x restart cost";
+  for (size_t j = 0; j < n; ++j) {
+    const DoublingJob& job = curves_.job(j);
+    int g = a.gpus[j];
+    int b = curves_.base(j);
+    std::string& why = r.reasons[j];
+    if (g == 0) {
+      std::string lead = job.running ? "stopped: " : "waits: ";
+      switch (a.wait_why[j]) {
+        case WaitWhy::NoSpeed:
+          why = lead + "no known speed on its minimum of " + std::to_string(b) + " GPUs";
+          break;
+        case WaitWhy::TooBig:
+          why = lead + "needs " + std::to_string(b) + " GPUs, more than the " +
+                std::to_string(curves_.total()) + " available";
+          break;
+        default:
+          why = a.free_at_turn[j] == 0
+                    ? lead + "no GPU left after higher-priority jobs"
+                    : lead + "needs " + std::to_string(b) + " GPUs, only " +
+                          std::to_string(a.free_at_turn[j]) + " left after higher-priority jobs";
+      }
+      continue;
+    }
+    r.objective_s += cost(j, g);
+    if (!job.elastic) {
+      why = "runs at its requested " + std::to_string(g) + " GPUs (inelastic)";
+      continue;
+    }
+    if (job.running && pinned[j]) {
+      if (pinned_for_interval[j])
+        why = "kept at " + std::to_string(g) + ": resized " +
+              seconds(now_s_ - job.last_resize_s) + " ago, minimum interval " +
+              seconds(costs_.min_interval_s);
+      else
+        why = "kept at " + std::to_string(g) + ": gain " + seconds(resize_gain[j]) + " < " +
+              multiple;
+      continue;
+    }
+    if (job.running && g != job.current_gpus) {
+      std::string move = std::to_string(job.current_gpus) + "->" + std::to_string(g);
+      if (!curves_.current_is_valid(j))
+        why = "resized " + move + ": " + std::to_string(job.current_gpus) +
+              " GPUs is not one of its allowed sizes";
+      else if (g > job.current_gpus)
+        why = "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " + multiple;
+      else
+        why = "shrinks " + move + ": the plan gains " + seconds(resize_gain[j]) +
+              " from its GPUs, at least " + multiple;
+      continue;
+    }
+    std::string verb = job.running ? "keeps " : "starts at ";
+    if (g > b) {
+      double ti = (cost(j, g / 2) - cost(j, g)) / (g / 2);
+      if (job.running)
+        why = "keeps " + std::to_string(g) + ": its last doubling still saves " + seconds(ti) +
+              " per added GPU";
+      else
+        why = "doubled " + std::to_string(g / 2) + "->" + std::to_string(g) + ": saves " +
+              seconds(ti) + " per added GPU";
+      continue;
+    }
+    // At its base size: say what stopped the doubling.
+    long next = 2L * g;
+    if (next > job.max_gpus)
+      why = verb + std::to_string(g) + ": its maximum";
+    else if (next > curves_.total() || curves_.speed(j, static_cast<int>(next)) <= 0)
+      why = verb + std::to_string(g) + ": no known speed on " + std::to_string(next) + " GPUs";
+    else if (cost(j, static_cast<int>(next)) >= cost(j, g))
+      why = verb + std::to_string(g) + ": " + std::to_string(next) + " GPUs would not be faster";
+    else if (a.free < g)
+      why = verb + std::to_string(g) + ": doubling needs " + std::to_string(g) +
+            " more GPUs, " + std::to_string(a.free) + " free after larger gains";
+    else
+      why = verb + std::to_string(g) + ": its GPUs save more time in other jobs";
+  }
+  return r;
+}
+
+
+}  // namespace doubling_internal
+}  // namespace ringsched

@@ -1,0 +1,303 @@
+// Private header of the doubling round (policy/doubling*.cpp); not installed, not part of the
+// library's interface (ringsched/doubling.h is). One class per round, its phases in one file each:
+//   doubling_curves.cpp      input checks and the speed table (JobCurves)
+//   doubling_round.cpp       the protocol (run), steps 1 and 2: admission and allocation
+//   doubling_exact.cpp       the multiple-choice knapsack: step 2 when it is cheaper, optimal_static
+//   doubling_improve.cpp     our local improvement after the greedy step 2
+//   doubling_hysteresis.cpp  step 3 (exact and incremental) and the planning cost it compares
+//   doubling_reasons.cpp     one sentence per job
+//
+// Doubling heuristic (DESIGN 3.2; Capes et al., arXiv 1908.08082) and the exact dynamic programme
+// of the static problem.
+//
+// How a round works here (the paper restarts from minimums every round; so do we):
+//  1. Admission. Jobs held by hysteresis ("pinned", see 3) keep their current size and are placed
+//     first. Then, in policy order, every other job gets its base size: inelastic jobs their
+//     requested count, elastic jobs their minimum -- running elastic jobs included, so a running
+//     job larger than its minimum gives its extra GPUs back whenever a waiting job needs them.
+//     First fit: a job whose base does not fit waits, and later (smaller) jobs may still start.
+//  2. Doubling. Repeatedly double the admitted elastic job with the largest time improvement per
+//     added GPU, TI = (cost(n) - cost(2n)) / n, where cost(n) = R / v(n) plus the restart cost C
+//     when a running job's n differs from its current size; only while n GPUs are free, 2n is
+//     within its maximum and v(2n) > 0; stop when no TI is positive. Ours: where the table is
+//     small enough to be faster (DoublingSteps::exact_allocation), step 2 is instead the exact
+//     optimum of the same objective -- the least sum of cost(n) over the admitted jobs, sizes at
+//     or above their base, within the GPUs admission left -- by a multiple-choice knapsack.
+//  3. Hysteresis. For every running job the plan resizes, the gain of the resize is what the plan
+//     would lose if that job were held at its current size (re-planned with it pinned), before
+//     its own restart cost. Below min_gain_multiple x C, or within min_interval_s of its last
+//     resize (or start), the job is pinned and the round re-planned. The interval holds every
+//     resize, a shrink that would let a waiting job start included. Jobs are pinned one at a time
+//     (the worst violation first) so that two jobs that could each make room are not both held.
+//     That is n re-plans per pass and up to n passes; it is kept for rounds of up to
+//     DoublingSteps::exact_hysteresis_max_jobs jobs. Larger rounds (the planner calls this with
+//     every ring job of a 10,000-GPU cluster) estimate each gain by repairing the plan from its
+//     marginal doublings instead of re-planning, and pin in sweeps: run_incremental().
+//  For comparing plans in which different jobs wait, a waiting job counts as starting when the
+//  planned jobs have freed enough GPUs for its base size (their predicted finish times), then
+//  running at that size; objective_s itself sums only the jobs that run, as doubling.h says.
+//  Ours, beyond the paper (DoublingSteps::local_improvement, on by default): after step 2, apply
+//  the best move while the objective falls: resize one job to any of its sizes within the free
+//  GPUs, or shrink one job (or several) to let another grow (by any number of doublings), within
+//  a work budget that grows with the number of jobs.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "ringsched/doubling.h"
+#include "doubling_steps.h"
+
+namespace ringsched {
+namespace doubling_internal {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxTotalGpus = 1000000;  // bounds the DP's table and every loop over sizes
+// Work budget of the local improvement pass per planning round (see improve_locally): a base
+// that the evaluation's instances (up to 30 jobs, 256 GPUs; at most ~1e5 used) stay below,
+// plus a share per job.
+constexpr double kImproveWorkBase = 1e6;
+constexpr double kImproveWorkPerJob = 2e3;
+// Step 3 for large rounds: sweeps of estimate-and-pin, each followed by one full re-plan.
+constexpr int kMaxSweeps = 32;
+
+std::string job_name(size_t j);
+std::string seconds(double s);  // "12.5 s", "340 s"
+std::string number(double x);   // %g
+
+// Validated jobs with their speeds at every size a round can use, evaluated once (the speed
+// functions may be costly: the throughput model interpolates measured points).
+class JobCurves {
+ public:
+  // Checks every job (InputError naming it) and evaluates its speeds at the sizes a round uses.
+  JobCurves(const std::vector<DoublingJob>& jobs, int total_gpus);
+
+  size_t size() const { return jobs_.size(); }
+  const DoublingJob& job(size_t j) const { return jobs_[j]; }
+  int total() const { return total_; }
+  // The size step 1 gives the job: requested (inelastic) or the minimum (elastic).
+  int base(size_t j) const { return jobs_[j].elastic ? jobs_[j].min_gpus : jobs_[j].requested; }
+  // Largest size a doubling may reach.
+  int cap(size_t j) const { return std::min(jobs_[j].max_gpus, std::max(total_, 1)); }
+
+  // Sizes the static problem allows and the cluster could hold, whether or not v(n) > 0.
+  std::vector<int> choices(size_t j) const {
+    const DoublingJob& job = jobs_[j];
+    if (!job.elastic) return {job.requested};
+    std::vector<int> out;
+    for (long n = job.min_gpus; n <= cap(j); n *= 2) out.push_back(static_cast<int>(n));
+    if (out.empty()) out.push_back(job.min_gpus);
+    return out;
+  }
+
+  double speed(size_t j, int n) const {
+    if (n > 0 && is_power_of_two(n)) {
+      size_t k = log2_of(n);
+      if (k < pow2_speeds_[j].size()) return pow2_speeds_[j][k];
+    }
+    auto it = speeds_[j].find(n);
+    return it != speeds_[j].end() ? it->second : 0.0;
+  }
+  // R / v(n); infinite where the job cannot run on n GPUs.
+  double run_time(size_t j, int n) const {
+    double v = speed(j, n);
+    if (!(v > 0)) return kInf;
+    return jobs_[j].remaining / v;
+  }
+  // Whether the current size of a running job is one the round may keep.
+  bool current_is_valid(size_t j) const {
+    const DoublingJob& job = jobs_[j];
+    if (!job.running) return false;
+    int c = job.current_gpus;
+    bool allowed = job.elastic ? (is_power_of_two(c) && c >= job.min_gpus && c <= job.max_gpus)
+                               : c == job.requested;
+    // A job running on more GPUs than the round has (the cluster shrank) cannot be held there.
+    return allowed && c <= total_ && speed(j, c) > 0;
+  }
+
+ private:
+  void eval(size_t j, int n);
+
+  static size_t log2_of(int n) {
+    size_t k = 0;
+    while ((1 << k) < n) ++k;
+    return k;
+  }
+
+  const std::vector<DoublingJob>& jobs_;
+  int total_;
+  std::vector<std::map<int, double>> speeds_;
+  std::vector<std::vector<double>> pow2_speeds_;  // [j][k]: v(2^k), 0 where not evaluated
+};
+
+// Why a job waits after admission.
+enum class WaitWhy { None, NoSpeed, TooBig, NoRoom };
+
+struct Assignment {
+  std::vector<int> gpus;         // 0 = waits
+  std::vector<WaitWhy> wait_why;
+  std::vector<int> free_at_turn; // free GPUs when admission reached the job
+  std::vector<int> low;          // least size step 2 may leave the job at (its admitted size)
+  int free = 0;
+  int admitted = 0;
+};
+
+// The doubling heuristic for one round. One object per call; run() does the protocol.
+class DoublingRound {
+ public:
+  DoublingRound(const std::vector<DoublingJob>& jobs, const std::vector<int>& order, int total_gpus,
+                const ResizeCosts& costs, double now_s, const DoublingSteps& steps);
+
+  DoublingResult run();
+
+ private:
+
+  // Step 3 with a full re-plan per running job the plan resizes, and one pin per pass: at most
+  // n passes of n re-plans. The reference for small rounds (DoublingSteps).
+  DoublingResult run_exact();
+
+  // Step 3 for large rounds. A plan with job j held at its current size differs from the plan
+  // only in what j's GPUs do: when j grew, the GPUs it would not take go to the next doublings
+  // the greedy had no room for (best TI first, or a waiting job that now fits); when j shrank,
+  // the GPUs it keeps come from the doublings that save least per GPU (undone, smallest TI
+  // first), then from the lowest-priority jobs, which wait. hold() builds that repaired plan from
+  // an index of those marginal doublings in O(moves x log n) plus one cost evaluation, instead
+  // of a full re-plan. A sweep estimates every resized running job, visits them worst first
+  // (interval violations, then the smallest gain; ties: lowest priority first) and pins each
+  // one that still violates a rule on the plan as repaired by the pins before it -- so two jobs
+  // that could each make room are not both held. Then one full re-plan with all the pins, and
+  // another sweep, until a sweep pins nothing.
+  DoublingResult run_incremental();
+
+  // A running job, not held, whose planned size differs from its current one.
+  bool is_resized(const Assignment& a, const std::vector<char>& pinned, size_t j) const {
+    const DoublingJob& job = curves_.job(j);
+    return job.running && !pinned[j] && curves_.current_is_valid(j) &&
+           a.gpus[j] != job.current_gpus;
+  }
+
+  // The marginal doublings of a plan, indexed. grow[k]: next doublings of jobs now at 2^k GPUs
+  // (a doubling needs 2^k free GPUs), best TI first, ties by policy order as in step 2. undo:
+  // each resizable job's last doubling above its base, least TI first, ties lowest priority
+  // first. Keys are recomputed from (job, size), so an entry is removed by recomputing it.
+  using Key = std::tuple<double, int, int>;
+
+  struct Margins {
+    std::vector<std::set<Key>> grow;
+    std::set<Key> undo;
+    int waiting = 0;  // jobs that wait for room (WaitWhy::NoRoom)
+  };
+
+  static int size_class(int size) {
+    int k = 0;
+    while ((1 << k) < size) ++k;
+    return k;
+  }
+
+  // Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).
+  bool next_doubling(size_t j, int size, bool resizable, double* ti) const;
+
+  // The doubling that brought j to `size`, if j is resizable and above its base.
+  bool last_doubling(size_t j, int size, bool resizable, double* ti) const;
+
+  void index_job(Margins& m, size_t j, int size, bool resizable, bool add) const;
+
+  Margins index_margins(const Assignment& a, const std::vector<char>& pinned) const;
+
+  // A plan with one more job held, as changes to the plan it was repaired from.
+  struct Held {
+    int job = -1;                            // the job held
+    std::vector<std::pair<int, int>> sizes;  // (job, new size; 0: waits for room)
+    int free = 0;
+    int admitted = 0;
+    double cost = 0;  // planning_cost of the repaired plan
+  };
+
+  // The interval rule: resized (or started) too recently. It holds whatever the resize would
+  // bring, a waiting job's start included: a job that has just started or restarted cannot
+  // checkpoint yet, so a request then costs a restart and gains nothing (issue 14).
+  bool too_soon(size_t j) const {
+    return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s;
+  }
+
+  // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
+  Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
+            double a_cost) const;
+
+  // Makes the repaired plan the working plan: sizes, free GPUs, admissions and the index.
+  void apply(const Held& h, Assignment& a, Margins& m, const std::vector<char>& pinned) const;
+
+  // cost(n): R / v(n), plus C when a running job's size changes.
+  double cost(size_t j, int n) const {
+    double t = curves_.run_time(j, n);
+    const DoublingJob& job = curves_.job(j);
+    if (job.running && n != job.current_gpus) t += costs_.restart_s;
+    return t;
+  }
+
+  bool may_resize(size_t j, const std::vector<char>& pinned) const {
+    return curves_.job(j).elastic && !pinned[j];
+  }
+
+  // Steps 1 and 2 (and our local improvement) with `pinned` jobs held at their current size.
+  Assignment plan_round(const std::vector<char>& pinned) const;
+
+  // Step 2 by the exact multiple-choice knapsack over the admitted resizable jobs (sizes >= their
+  // base, within the GPUs admission left free), when its table is small enough to beat the
+  // greedy and the local improvement (DoublingSteps::exact_allocation). False: not attempted.
+  bool allocate_exactly(Assignment& a, const std::vector<char>& pinned) const;
+
+  // Ours: best-improvement local search while the objective falls. A move changes one job to
+  // any of its sizes within the free GPUs, or shrinks one job to let another grow. Jumping
+  // several doublings at once gets past dips in a speed curve (a measured 2-GPU point slower
+  // than 1 GPU), where the greedy's one-step look-ahead stops.
+  void improve_locally(Assignment& a, const std::vector<char>& pinned) const;
+
+  // Sum of costs of the jobs that run plus, for waiting jobs, an estimate of when they could
+  // start (the planned jobs' finish times free GPUs) and their run at base size. Only used to
+  // compare plans of the same round.
+  double planning_cost(const Assignment& a) const;
+
+  // The same for sizes given by size_of(j), `free` GPUs left, and waits_for_room(j) telling
+  // whether a job with size 0 waits for room. O(n log n): finish times sorted once, then a
+  // binary search over the GPUs they free per waiting job.
+  template <typename SizeOf, typename WaitsForRoom>
+  double planning_cost(const Assignment& a, SizeOf size_of, int free,
+                       WaitsForRoom waits_for_room) const;
+
+  DoublingResult describe(const Assignment& a, const std::vector<char>& pinned,
+                          const std::vector<char>& pinned_for_interval,
+                          const std::vector<double>& resize_gain) const;
+
+  JobCurves curves_;
+  ResizeCosts costs_;
+  double now_s_;
+  DoublingSteps steps_;
+  std::vector<int> order_;
+  std::vector<int> rank_;
+  std::vector<int> base_;         // curves_.base(j)
+  std::vector<double> wait_run_;  // a waiting job's run time from its start at base, resume included
+  mutable std::vector<int> scratch_;  // hold(): sizes it changed, -1 elsewhere (reset on return)
+  // planning_cost()'s work space, kept between its many calls per round
+  // planning_cost()'s work space, kept between its many calls per round
+  mutable std::vector<std::pair<double, int>> finishes_;
+  mutable std::vector<long> freed_;
+};
+
+// Multiple-choice knapsack: every item takes exactly one of its options (weight, value), weights
+// summing to at most `capacity`; least total value. Options with an infinite value are never taken;
+// returns the option index per item, or an empty vector if no choice fits. Ties: the first option
+// found and the smallest total weight. O(options x (capacity + 1)) time, items x capacity bytes.
+std::vector<int> choose_options(const std::vector<std::vector<std::pair<int, double>>>& items,
+                                int capacity);
+// Cells choose_options() fills for these items and capacity (its cost).
+double knapsack_cells(const std::vector<std::vector<std::pair<int, double>>>& items, int capacity);
+
+}  // namespace doubling_internal
+}  // namespace ringsched
