@@ -74,6 +74,9 @@ struct Config {
   std::string secret;       // the secret bytes themselves (loaded from file if need be)
   int timeout_ms = 5000;
   int init_timeout_ms = 60000;
+  // How long one connection to a listener (rank 0's rendezvous port, a rank's ring port) may
+  // take to prove itself before it is dropped; a rank dropped by rank 0 connects again.
+  int handshake_ms = 2000;
   ringrt_backend_t backend = RINGRT_BACKEND_AUTO;
   TcpAlgorithm tcp_algorithm = TcpAlgorithm::kAuto;  // RINGRT_TCP_ALGORITHM, read by both paths
   std::string tcp_congestion = "auto";  // RINGRT_TCP_CONGESTION, read by both paths: auto, system or a name
@@ -153,8 +156,6 @@ rr tcp_listen(const std::string& addr, int port, Fd* out, int* bound_port);
 // choose_congestion() (before connecting: see there).
 rr tcp_connect(const std::string& host, int port, int64_t deadline_ns, Fd* out, int peer_rank,
                const std::string& congestion);
-// Accept one connection or time out (RINGRT_ERR_TIMEOUT without detail).
-rr tcp_accept(int lfd, int64_t deadline_ns, Fd* out, std::string* peer);
 void tune_socket(int fd);
 // The congestion control of the ring's data connections. "system": the kernel's default,
 // untouched. "auto": the same, unless it is BBR, which is replaced by the first of cubic and

@@ -3,6 +3,7 @@
 // framed segments: ring reduce-scatter + allgather with chunked pipelining, allgather-then-reduce
 // for small buffers, pipelined chain broadcast. Every wait has a deadline; keepalives and abort
 // frames travel forward so that the rank after a failed one names it and the rest hear of it.
+#include "gate.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -50,6 +51,49 @@ void dack_mac(const std::string& secret, const DHello& h, uint8_t out[32]) {
   std::memcpy(buf + 35, h.nonce, 16);
   hmac_sha256(secret, buf, sizeof buf, out);
 }
+// The ring's listener: admits the one connection from the previous member that proves the
+// job secret for this session.
+class RingDoor : public Handshake {
+ public:
+  RingDoor(const std::string& secret, const uint8_t session[16], int prev, int me)
+      : secret_(secret), session_(session), prev_(prev), me_(me) {}
+  void greet(Visitor& v) override { v.expect(sizeof(DHello)); }
+  void heard(Visitor& v) override {
+    DHello h;
+    std::memcpy(&h, v.in().data(), sizeof h);
+    if (h.magic != kDataMagic) {
+      v.refuse_when_sent("malformed handshake");
+      return;
+    }
+    uint8_t mac[32];
+    dhello_mac(secret_, h, mac);
+    if (!equal_ct(mac, h.mac, 32) || std::memcmp(h.session, session_, 16) != 0) {
+      v.refuse_when_sent("claiming rank " + std::to_string(h.from) +
+                         ": it does not prove the job secret for this session");
+      return;
+    }
+    if (h.from != prev_ || h.to != me_) {
+      v.refuse_when_sent("rank " + std::to_string(h.from) + " -> " + std::to_string(h.to) + ", expected " +
+                         std::to_string(prev_) + " -> " + std::to_string(me_));
+      return;
+    }
+    DAck ack{};
+    ack.magic = kDataMagic;
+    dack_mac(secret_, h, ack.mac);
+    v.send(&ack, sizeof ack);
+    v.admit_when_sent();
+  }
+  void admit(Visitor& v) override { in_ = v.take_fd(); }
+  bool complete() const override { return in_.ok(); }
+  Fd take() { return std::move(in_); }
+
+ private:
+  const std::string& secret_;
+  const uint8_t* session_;
+  int prev_, me_;
+  Fd in_;
+};
+
 int ms_until(int64_t t, int64_t now) {
   int64_t d = t - now;
   if (d <= 0) return 0;
@@ -111,38 +155,18 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
   random_bytes(mine.nonce, 16);
   dhello_mac(cfg.secret, mine, mine.mac);
   RINGRT_CHECK(send_all(out_.fd, &mine, sizeof mine, deadline, next_, "the ring handshake"));
-  // Accept until the expected previous member shows up with a valid proof.
-  while (!in_.ok()) {
-    Fd c;
-    std::string who;
-    rr rc = tcp_accept(listen_fd, deadline, &c, &who);
-    if (rc == RINGRT_ERR_TIMEOUT)
-      return fail(RINGRT_ERR_PEER, prev_, "rank %d never connected to us (ring formation timed out)", prev_);
-    RINGRT_CHECK(rc);
-    DHello h{};
-    int64_t cdl = std::min(deadline, now_ns() + ms_to_ns(std::max(2000, timeout_ms)));
-    if (recv_all(c.fd, &h, sizeof h, cdl, -1, "a ring handshake") != RINGRT_OK || h.magic != kDataMagic) {
-      log_msg("refused ring connection from %s: malformed handshake", who.c_str());
-      continue;
-    }
-    uint8_t mac[32];
-    dhello_mac(cfg.secret, h, mac);
-    if (!equal_ct(mac, h.mac, 32) || std::memcmp(h.session, table.session, 16) != 0) {
-      log_msg("refused ring connection from %s claiming rank %d: it does not prove the job secret for this session",
-              who.c_str(), h.from);
-      continue;
-    }
-    if (h.from != prev_ || h.to != rank_) {
-      log_msg("refused ring connection from %s: rank %d -> %d, expected %d -> %d", who.c_str(), h.from, h.to, prev_,
-              rank_);
-      continue;
-    }
-    DAck ack{};
-    ack.magic = kDataMagic;
-    dack_mac(cfg.secret, h, ack.mac);
-    RINGRT_CHECK(send_all(c.fd, &ack, sizeof ack, cdl, prev_, "the ring handshake"));
-    in_ = std::move(c);
+  // Serve the data listener until the expected previous member shows up with a valid proof;
+  // whoever else connects gets the same short deadline and cannot delay it.
+  RingDoor door(cfg.secret, table.session, prev_, rank_);
+  Gate gate("ring listener", listen_fd, cfg.handshake_ms);
+  rr rc = gate.run(door, deadline);
+  if (rc == RINGRT_ERR_TIMEOUT) {
+    const std::string turned = gate.stats().summary();
+    return fail(RINGRT_ERR_PEER, prev_, "rank %d never connected to us (ring formation timed out)%s%s", prev_,
+                turned.empty() ? "" : "; connections turned away: ", turned.c_str());
   }
+  RINGRT_CHECK(rc);
+  in_ = door.take();
   DAck ack{};
   RINGRT_CHECK(recv_all(out_.fd, &ack, sizeof ack, deadline, next_, "the ring handshake"));
   uint8_t mac[32];

@@ -520,30 +520,6 @@ rr tcp_connect(const std::string& host, int port, int64_t deadline_ns, Fd* out, 
               why.c_str());
 }
 
-rr tcp_accept(int lfd, int64_t deadline_ns, Fd* out, std::string* peer) {
-  while (true) {
-    sockaddr_storage ss{};
-    socklen_t sl = sizeof ss;
-    int fd = ::accept4(lfd, reinterpret_cast<sockaddr*>(&ss), &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      tune_socket(fd);
-      if (peer) {
-        char h[NI_MAXHOST] = "?", s[NI_MAXSERV] = "?";
-        getnameinfo(reinterpret_cast<sockaddr*>(&ss), sl, h, sizeof h, s, sizeof s, NI_NUMERICHOST | NI_NUMERICSERV);
-        *peer = std::string(h) + ":" + s;
-      }
-      *out = Fd(fd);
-      return RINGRT_OK;
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-      return fail(RINGRT_ERR_SYSTEM, -1, "accept: %s", std::strerror(errno));
-    int ms = remaining_ms(deadline_ns);
-    if (ms <= 0) return RINGRT_ERR_TIMEOUT;
-    pollfd p{lfd, POLLIN, 0};
-    ::poll(&p, 1, ms);
-  }
-}
-
 rr send_all(int fd, const void* buf, size_t len, int64_t deadline_ns, int peer_rank, const char* what) {
   const char* p = static_cast<const char*>(buf);
   while (len > 0) {
