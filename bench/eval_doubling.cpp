@@ -7,7 +7,8 @@
 // power of two up to 64, remaining iterations log-uniform in [1e3, 1e6], 10% inelastic jobs of 1,
 // 2, 4 or 8 GPUs, on a cluster of 8..256 GPUs. Speeds come from ThroughputModel (measured points,
 // ring-model fit beyond them). Every job is pending, so the static problem is the whole problem.
-// Prints a progress line, a table per pool and overall, and a JSON summary (jansson).
+// Prints a progress line, a table per pool and overall, and a JSON summary (jansson). Times are
+// CPU time of the process (see CpuClock).
 //
 // --scale times doubling_heuristic alone at planner sizes instead (issue 2 point 7: 64, 1,000
 // and 10,000 GPUs x 100, 1,000 and 2,000 jobs), on jobs drawn as bench/bench_planner draws them
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +38,21 @@
 using namespace ringsched;
 
 namespace {
+
+// CPU time of this (single-threaded) process: on a machine shared with other work the wall clock
+// also counts time spent waiting for a core, which swamps the sub-millisecond calls timed here.
+struct CpuClock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<CpuClock>;
+  static constexpr bool is_steady = true;
+  static time_point now() {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return time_point(duration(static_cast<rep>(t.tv_sec) * 1000000000 + t.tv_nsec));
+  }
+};
 
 struct Pool {
   std::string name;
@@ -64,7 +81,7 @@ struct Stats {
   double mean(double sum) const { return instances ? sum / instances : 0; }
 };
 
-double micros_since(std::chrono::steady_clock::time_point t0);
+double micros_since(CpuClock::time_point t0);
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -81,9 +98,10 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
       if (gavel.knows(m, t) && gavel.iters_per_s(m, t, 1) > 0) curves.emplace_back(m, t);
   ResizeCosts costs;  // defaults: 30 s restart, gain > 2 x restart, 300 s interval
   std::printf("# doubling_heuristic alone: median of %d calls, ms; default ResizeCosts\n", repeats);
-  std::printf("%8s %6s %9s %9s %10s %10s %8s %8s %9s %9s %10s %10s %8s %8s\n", "gpus", "jobs",
-              "first_ms", "dp_ms", "paper_ms", "ours_ms", "running", "resized", "paper%", "ours%",
-              "bpaper_ms", "bours_ms", "brunning", "bresized");
+  std::printf("%8s %6s %9s %9s %10s %10s %9s %9s %8s %8s %8s %9s %9s %10s %10s %8s %8s\n", "gpus",
+              "jobs", "first_ms", "dp_ms", "paper_ms", "ours_ms", "knap_ms", "auto_ms", "knap%",
+              "running", "resized", "paper%", "ours%", "bpaper_ms", "bours_ms", "brunning",
+              "bresized");
   for (int total : gpu_sizes)
     for (int n_jobs : job_counts) {
       std::mt19937_64 rng(seed + 7919u * total + 104729u * n_jobs);
@@ -111,18 +129,18 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
       }
       std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key[a] < key[b]; });
       double now = 100000;
-      auto t0 = std::chrono::steady_clock::now();
+      auto t0 = CpuClock::now();
       DoublingResult first = doubling_heuristic(jobs, order, total, costs, now);
       double first_ms = micros_since(t0) / 1000;
       // Gap of the first (all pending) plan to the optimum, where the DP's problem is the same.
       bool all_ran = std::all_of(first.gpus.begin(), first.gpus.end(), [](int g) { return g > 0; });
       double dp_ms = -1, ours_gap = -1, paper_gap = -1;
       if (all_ran) {
-        t0 = std::chrono::steady_clock::now();
+        t0 = CpuClock::now();
         DoublingResult dp = optimal_static(jobs, total);
         dp_ms = micros_since(t0) / 1000;
         DoublingResult paper =
-            doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{false});
+            doubling_heuristic(jobs, order, total, costs, now, DoublingSteps::paper());
         ours_gap = 100 * (first.objective_s / dp.objective_s - 1);
         paper_gap = 100 * (paper.objective_s / dp.objective_s - 1);
       }
@@ -135,15 +153,27 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
           ++running;
         }
       now += 60;
-      std::vector<double> paper_ms, ours_ms;
+      std::vector<double> paper_ms, ours_ms, knap_ms, auto_ms;
+      DoublingSteps always_knapsack;
+      always_knapsack.exact_max_cells = 1e18;
+      double ours_obj = 0, knap_obj = 0;
       int resized = 0;
       for (int r = 0; r < repeats; ++r) {
-        t0 = std::chrono::steady_clock::now();
-        DoublingResult p = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{false});
+        t0 = CpuClock::now();
+        DoublingResult p = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps::paper());
         paper_ms.push_back(micros_since(t0) / 1000);
-        t0 = std::chrono::steady_clock::now();
-        DoublingResult o = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps{true});
+        t0 = CpuClock::now();
+        DoublingResult o = doubling_heuristic(jobs, order, total, costs, now, DoublingSteps::heuristic());
         ours_ms.push_back(micros_since(t0) / 1000);
+        // Step 2 by the knapsack whatever its size, and the default rule's choice.
+        t0 = CpuClock::now();
+        DoublingResult k = doubling_heuristic(jobs, order, total, costs, now, always_knapsack);
+        knap_ms.push_back(micros_since(t0) / 1000);
+        t0 = CpuClock::now();
+        doubling_heuristic(jobs, order, total, costs, now);
+        auto_ms.push_back(micros_since(t0) / 1000);
+        ours_obj = o.objective_s;
+        knap_obj = k.objective_s;
         if (r == 0)
           for (size_t j = 0; j < jobs.size(); ++j)
             resized += jobs[j].running && o.gpus[j] != jobs[j].current_gpus;
@@ -168,18 +198,19 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
       std::vector<double> burst_paper_ms, burst_ours_ms;
       int burst_resized = 0;
       for (int r = 0; r < repeats; ++r) {
-        t0 = std::chrono::steady_clock::now();
-        doubling_heuristic(burst, order, total, costs, now, DoublingSteps{false});
+        t0 = CpuClock::now();
+        doubling_heuristic(burst, order, total, costs, now, DoublingSteps::paper());
         burst_paper_ms.push_back(micros_since(t0) / 1000);
-        t0 = std::chrono::steady_clock::now();
-        DoublingResult o = doubling_heuristic(burst, order, total, costs, now, DoublingSteps{true});
+        t0 = CpuClock::now();
+        DoublingResult o = doubling_heuristic(burst, order, total, costs, now, DoublingSteps::heuristic());
         burst_ours_ms.push_back(micros_since(t0) / 1000);
         if (r == 0)
           for (int j = 0; j < n_jobs; ++j)
             burst_resized += burst[j].running && o.gpus[j] != burst[j].current_gpus;
       }
-      std::printf("%8d %6d %9.2f %9.2f %10.2f %10.2f %8d %8d ", total, n_jobs, first_ms, dp_ms,
-                  median(paper_ms), median(ours_ms), running, resized);
+      std::printf("%8d %6d %9.2f %9.2f %10.2f %10.2f %9.2f %9.2f %8.3f %8d %8d ", total, n_jobs,
+                  first_ms, dp_ms, median(paper_ms), median(ours_ms), median(knap_ms),
+                  median(auto_ms), 100 * (knap_obj / ours_obj - 1), running, resized);
       if (all_ran)
         std::printf("%9.3f %9.3f", paper_gap, ours_gap);
       else
@@ -189,7 +220,11 @@ int run_scale(const ThroughputModel& gavel, const std::vector<int>& gpu_sizes,
       std::fflush(stdout);
     }
   std::printf("(first: the all-pending call with the local improvement pass; paper/ours: the\n"
-              " steady-state call; resized: running jobs the plan resizes; %%: gap of the first plan\n"
+              " steady-state call, paper steps / greedy with the local improvement; knap: step 2 by\n"
+              " the knapsack whatever its size; auto: the default, the knapsack where its rule says\n"
+              " it is cheaper (the crossover: auto should track min(ours, knap)); knap%%: objective of\n"
+              " knap vs ours (negative: the knapsack's plan is better);\n"
+              " resized: running jobs the plan resizes; %%: gap of the first plan\n"
               " to the DP optimum, '-' where some job waits and the DP's problem differs;\n"
               " b...: the burst round, half the jobs running as planned alone, the rest arriving)\n");
   return 0;
@@ -242,8 +277,8 @@ std::vector<int> parse_list(const std::string& option, const char* text, long lo
   return out;
 }
 
-double micros_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+double micros_since(CpuClock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(CpuClock::now() - t0).count();
 }
 
 json_t* stats_json(const Stats& s) {
@@ -334,7 +369,7 @@ int main(int argc, char** argv) {
   struct Worst { double gap = -1; long instance = 0; std::string pool, type; int gpus = 0, jobs = 0; };
   Worst worst_paper, worst_ours;
   ResizeCosts costs;  // no job runs yet, so restart cost and hysteresis do not enter
-  auto started = std::chrono::steady_clock::now();
+  auto started = CpuClock::now();
 
   for (long inst = 0; inst < instances; ++inst) {
     const Pool& pool = pools[inst % pools.size()];
@@ -369,14 +404,14 @@ int main(int argc, char** argv) {
     std::vector<int> order(jobs.size());
     for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int>(j);
 
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = CpuClock::now();
     DoublingResult dp = optimal_static(jobs, total);
     double dp_us = micros_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    DoublingResult paper = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps{false});
+    t0 = CpuClock::now();
+    DoublingResult paper = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps::paper());
     double paper_us = micros_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    DoublingResult ours = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps{true});
+    t0 = CpuClock::now();
+    DoublingResult ours = doubling_heuristic(jobs, order, total, costs, 0, DoublingSteps::heuristic());
     double ours_us = micros_since(t0);
     for (const DoublingResult* r : {&paper, &ours})
       for (int g : r->gpus)

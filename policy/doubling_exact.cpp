@@ -55,7 +55,7 @@ std::vector<int> choose_options(const std::vector<std::vector<std::pair<int, dou
 // of options x log(options) each, a few of them per round); the knapsack's with its cells. Per
 // option the greedy spends about what the knapsack spends on kCellsPerOption cells (measured in
 // eval_doubling and bench_planner: ringsched-policies(7) gives the crossover).
-constexpr double kCellsPerOption = 48;
+constexpr double kCellsPerOption = 128;
 constexpr double kCellsAlways = 4096;  // tables this small always pay
 
 bool DoublingRound::allocate_exactly(Assignment& a, const std::vector<char>& pinned) const {
@@ -80,7 +80,9 @@ bool DoublingRound::allocate_exactly(Assignment& a, const std::vector<char>& pin
   if (items.empty()) return true;
   int capacity = static_cast<int>(std::min<long>(a.free, reach));
   double cells = knapsack_cells(items, capacity);
-  if (cells > kCellsAlways && cells > kCellsPerOption * options * (1 + std::log2(1 + options)))
+  if (steps_.exact_max_cells >= 0 ? cells > steps_.exact_max_cells
+                                   : cells > kCellsAlways &&
+                                         cells > kCellsPerOption * options * (1 + std::log2(1 + options)))
     return false;
   std::vector<int> choice = choose_options(items, capacity);
   if (choice.empty()) return false;  // cannot happen: every item's first option weighs 0

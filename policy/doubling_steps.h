@@ -25,7 +25,24 @@ struct DoublingSteps {
   // above the base admission gave them, within the GPUs left) wherever its table is small enough
   // to be faster than the greedy doubling and the local improvement. Same objective, so the
   // plan is never worse; off: always the greedy.
-  bool exact_allocation = false;
+  bool exact_allocation = true;
+  // >= 0: use the knapsack whenever its table has at most this many cells, instead of the
+  // built-in rule (eval_doubling --crossover times both sides of it).
+  double exact_max_cells = -1;
+
+  // The paper's steps alone: greedy doubling, no local improvement, no exact step 2.
+  static DoublingSteps paper() {
+    DoublingSteps s;
+    s.local_improvement = false;
+    s.exact_allocation = false;
+    return s;
+  }
+  // Our heuristic: greedy doubling and the local improvement, never the knapsack.
+  static DoublingSteps heuristic() {
+    DoublingSteps s;
+    s.exact_allocation = false;
+    return s;
+  }
 };
 
 DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,
