@@ -1,24 +1,14 @@
 #include "ring_request.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+
+#include "bounded_int.h"
 
 namespace ringsched {
 
 namespace {
-
-bool parse_long(const std::string& s, long lo, long hi, long& out) {
-  if (s.empty() || s.size() > 18) return false;
-  for (char c : s)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  errno = 0;
-  long v = std::strtol(s.c_str(), nullptr, 10);
-  if (errno != 0 || v < lo || v > hi) return false;
-  out = v;
-  return true;
-}
 
 // Names users give to models and GPU types: letters, digits and ._- only, so that they are safe
 // in logs, in the environment and in the Slurm gres syntax.
@@ -41,7 +31,7 @@ std::string lower(std::string s) {
 const std::vector<RingOptionInfo>& ring_options() {
   static const std::vector<RingOptionInfo> options = {
       {"ring-model", "RING_MODEL", "NAME",
-       "ringsched: model this ring job trains (e.g. resnet50); picks the GPU type"},
+       "ringsched: model this ring job trains, a name of the cluster's profiles (e.g. resnet50-b64); picks the GPU type"},
       {"ring-gpus", "RING_GPUS", "MIN-MAX",
        "ringsched: GPU count range (or one count N); the scheduler sizes the job within it"},
       {"ring-elastic", "RING_ELASTIC", nullptr,
@@ -73,9 +63,9 @@ bool RingRequest::set(const std::string& option, const std::string& value, std::
     const size_t dash = value.find('-');
     long lo = 0, hi = 0;
     bool ok = dash == std::string::npos
-                  ? parse_long(value, 1, kMaxGpus, lo) && (hi = lo, true)
-                  : parse_long(value.substr(0, dash), 1, kMaxGpus, lo) &&
-                        parse_long(value.substr(dash + 1), 1, kMaxGpus, hi);
+                  ? parse_long(value, 1, kMaxGpus, &lo) && (hi = lo, true)
+                  : parse_long(value.substr(0, dash), 1, kMaxGpus, &lo) &&
+                        parse_long(value.substr(dash + 1), 1, kMaxGpus, &hi);
     if (!ok || lo > hi) {
       error = "--ring-gpus='" + value.substr(0, 80) + "': expected MIN-MAX or N with 1 <= MIN <= MAX <= " +
               std::to_string(kMaxGpus);
@@ -100,7 +90,7 @@ bool RingRequest::set(const std::string& option, const std::string& value, std::
   }
   if (option == "ring-batch") {
     long b = 0;
-    if (!parse_long(value, 1, 10000000, b)) {
+    if (!parse_long(value, 1, 10000000, &b)) {
       error = "--ring-batch='" + value.substr(0, 80) + "': expected a whole number 1..10000000";
       return false;
     }
@@ -109,7 +99,7 @@ bool RingRequest::set(const std::string& option, const std::string& value, std::
   }
   if (option == "ring-iters") {
     long it = 0;
-    if (!parse_long(value, 1, 1000000000000L, it)) {
+    if (!parse_long(value, 1, 1000000000000L, &it)) {
       error = "--ring-iters='" + value.substr(0, 80) + "': expected a whole number 1..10^12";
       return false;
     }

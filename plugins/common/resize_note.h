@@ -1,0 +1,71 @@
+// The notes through which the planner (priority/ringsched in slurmctld) and ringrun (in the job)
+// carry out a resize, in the two free-text fields of a Slurm job. One module writes and reads
+// them, on both sides; no Slurm here. See ringsched(8), RESIZES.
+//
+// AdminComment, which only slurmctld, root and SlurmUser can write (users cannot), carries the
+// planner's decisions, so ringrun and the planner can trust them:
+//   ringsched:admitted                      job_submit/ringsched admitted a ring job: the
+//                                           planner owns its shape
+//   ringsched:resize=N,type=T,at=EPOCH      the planner asks the running job to restart on N
+//                                           GPUs of type T (decided at EPOCH)
+//   ringsched:resized=N,type=T,at=EPOCH     the planner has applied that shape to the requeued
+//                                           job and released it
+// Comment, which the job's owner writes, carries ringrun's state. It is a hint only: it decides
+// no size and touches no other job; forging it can at most restart the forger's own job.
+//   ringsched:wrapper=ready[,signal]        ringrun runs the job; with ",signal" SIGUSR2 sent
+//                                           to the batch shell reaches ringrun itself
+//   ringsched:wrapper=requeued,at=EPOCH     ringrun checkpointed and requeued the job (held)
+//                                           for the decision taken at EPOCH
+// Anything malformed reads as no note.
+#pragma once
+
+#include <string>
+
+namespace ringsched {
+
+// The planner's note (AdminComment).
+struct PlannerNote {
+  enum class Kind { None, Admitted, Resize, Resized };
+  static constexpr long long kMaxEpoch = 1LL << 40;
+
+  Kind kind = Kind::None;
+  int gpus = 0;          // Resize, Resized: the GPU count
+  std::string type;      // Resize, Resized: the GPU type (lower case; "" keeps the job's type)
+  long long at = 0;      // Resize, Resized: when the planner decided (epoch seconds, 0 unknown)
+
+  static PlannerNote admitted();
+  static PlannerNote resize(int gpus, const std::string& type, long long at);
+  // The same decision, carried out.
+  PlannerNote resized() const;
+
+  bool is_request() const { return kind == Kind::Resize; }
+  // Resize and Resized notes of the same decision.
+  bool same_decision(const PlannerNote& o) const {
+    return gpus == o.gpus && type == o.type && at == o.at;
+  }
+  // The text for AdminComment.
+  std::string str() const;
+  // Reads the note at the start of an AdminComment (GPU counts in 1..max_gpus).
+  static PlannerNote parse(const std::string& admin_comment, int max_gpus = 4096);
+};
+
+// ringrun's note (Comment).
+struct WrapperNote {
+  enum class State { None, Ready, Requeued };
+
+  State state = State::None;
+  bool signal = false;  // Ready: SIGUSR2 to the batch shell reaches ringrun
+  long long at = 0;     // Requeued: the planner's decision (PlannerNote::at) it requeued for
+
+  static WrapperNote ready(bool signal);
+  static WrapperNote requeued(long long at);
+
+  std::string str() const;
+  // Reads the note wherever it stands in a Comment (users may have text of their own there).
+  static WrapperNote parse(const std::string& comment);
+  // `comment` with this note in place of any earlier ringsched note; the user's text is kept
+  // after it.
+  std::string merged_into(const std::string& comment) const;
+};
+
+}  // namespace ringsched
