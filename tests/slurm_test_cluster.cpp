@@ -117,7 +117,9 @@ std::string SlurmTestCluster::job_field(unsigned job, const std::string& field) 
   size_t end = r.out.find_first_of(" \n", at);
   // AdminComment and Comment run to the end of the line.
   if (field == "AdminComment" || field == "Comment") end = r.out.find('\n', at);
-  return r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  std::string value = r.out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  while (!value.empty() && value.back() == ' ') value.pop_back();  // scontrol pads the line
+  return value;
 }
 
 bool SlurmTestCluster::ctld_up() const { return shell("scontrol ping").out.find("is UP") != std::string::npos; }
@@ -133,6 +135,45 @@ void SlurmTestCluster::cancel_all() {
                            shell("squeue -h -t R,PD,CG,S -o %i | wc -l").out == "0\n"; },
            30);
 }
+
+void SlurmTestCluster::ensure_user(const std::string& name) {
+  if (shell("id -u " + name).rc == 0) return;
+  const CommandResult r = shell("useradd -m -s /bin/sh " + name);
+  if (r.rc != 0 && shell("id -u " + name).rc != 0)
+    throw std::runtime_error("cannot create the test user " + name + ": " + r.out);
+}
+
+CommandResult SlurmTestCluster::run_as(const std::string& user, const std::string& command,
+                                       const std::string& dir) const {
+  // runuser keeps the environment (SLURM_CONF of this cluster); HOME and USER are the user's.
+  std::string quoted;
+  for (char c : "cd '" + dir + "' && " + command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return shell("HOME=~" + user + " USER=" + user + " runuser -u " + user + " -- sh -c '" + quoted + "'");
+}
+
+unsigned SlurmTestCluster::submit_as(const std::string& user, const std::string& args, const std::string& dir,
+                                     std::string* out) const {
+  const CommandResult r = run_as(user, "sbatch --parsable " + args, dir);
+  if (out) *out = r.out;
+  if (r.rc != 0) return 0;
+  return static_cast<unsigned>(std::strtoul(r.out.c_str(), nullptr, 10));
+}
+
+std::string SlurmTestCluster::stage_programs() const {
+  const std::string stage = dir_ + "/stage", build = RINGSCHED_BUILDDIR, src = RINGSCHED_SRCDIR;
+  // The real programs behind libtool's wrapper scripts, and the library they load.
+  const CommandResult r = shell(
+      "set -e; rm -rf '" + stage + "'; mkdir -p '" + stage + "/lib'; "
+      "for p in ringrun ringrun-train; do "
+      "  if [ -x '" + build + "'/wrapper/.libs/$p ]; then cp '" + build + "'/wrapper/.libs/$p '" + stage + "'/; "
+      "  else cp '" + build + "'/wrapper/$p '" + stage + "'/; fi; done; "
+      "cp -P '" + build + "'/ring-runtime/.libs/libringrt.so* '" + stage + "/lib/' 2>/dev/null || true; "
+      "cp '" + src + "/data/profiles/gavel.csv' '" + stage + "/'; chmod -R a+rX '" + stage + "'");
+  if (r.rc != 0) throw std::runtime_error("cannot stage the programs: " + r.out);
+  return stage;
+}
+
+std::string SlurmTestCluster::stage_env() const { return "export LD_LIBRARY_PATH=" + dir_ + "/stage/lib"; }
 
 bool SlurmTestCluster::wait_for(const std::function<bool()>& cond, double seconds, double poll_s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

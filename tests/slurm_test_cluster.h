@@ -39,6 +39,21 @@ class SlurmTestCluster {
 
   static bool wait_for(const std::function<bool()>& cond, double seconds, double poll_s = 0.25);
 
+  // An ordinary user of this machine for the tests (ringtest1, ringtest2: useradd with a home in
+  // /home), made if missing. Throws when it cannot be made.
+  static void ensure_user(const std::string& name);
+  // `command` run by `user` (runuser) in folder `dir`, with this cluster's environment.
+  CommandResult run_as(const std::string& user, const std::string& command, const std::string& dir = "/") const;
+  // sbatch --parsable ... as `user` from folder `dir`: the job id, or 0 (`out` holds the error).
+  unsigned submit_as(const std::string& user, const std::string& args, const std::string& dir,
+                     std::string* out = nullptr) const;
+  // ringrun, ringrun-train, libringrt and the Gavel profiles copied once to DIR/stage (mode 0755),
+  // so that ordinary users can run them wherever the build tree is (a checkout may sit below a
+  // folder only its owner can enter). Returns the folder; jobs need `stage_env()` in their script.
+  std::string stage_programs() const;
+  // "export LD_LIBRARY_PATH=...": what a job script needs to run the staged programs.
+  std::string stage_env() const;
+
  private:
   SlurmTestCluster(const std::string& name, bool plugins);
   void up(bool plugins);

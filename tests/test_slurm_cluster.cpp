@@ -350,10 +350,12 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE("no file:line error in the slurmctld log", SlurmTestCluster::wait_for([&] {
       return file_text(cluster().slurmctld_log()).find(where) != std::string::npos; }, 10));
     CPPUNIT_ASSERT(cluster().ctld_up());
-    // Neutral: ring jobs are accepted unchanged, ordinary jobs run.
+    // Neutral: a ring job is refused at submit with the reason and what to do (it would never be
+    // given GPUs); ordinary jobs run.
     std::string out;
-    const unsigned ring = cluster().submit("--ring-model=resnet50-b64 --ring-types=a100 --wrap true", &out);
-    CPPUNIT_ASSERT_MESSAGE(out, ring > 0);
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-gpus=1-4 --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("ringsched.conf") != std::string::npos &&
+                                    out.find("without the --ring-* options") != std::string::npos);
     const unsigned plain = cluster().submit("--gres=gpu:p100:1 --wrap true");
     CPPUNIT_ASSERT(plain > 0);
     CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] {

@@ -105,6 +105,7 @@ class WrapperTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(emulation_follows_profile_and_reports);
   CPPUNIT_TEST(profile_reports_are_bounded);
   CPPUNIT_TEST(bad_options_are_named);
+  CPPUNIT_TEST(errors_name_the_launchers_rank);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -198,7 +199,7 @@ class WrapperTest : public CppUnit::TestFixture {
       f.seekp(500);
       f.put(char(0x7f));
     }
-    std::string err = error_of([&] { ringrun::CheckpointStore::read_file(newest); });
+    std::string err = error_of([&] { store.read_file(newest); });
     CPPUNIT_ASSERT_MESSAGE(err, contains(err, newest) && contains(err, "checksum mismatch"));
     ringrun::Checkpoint c;
     std::vector<std::string> warn;
@@ -209,10 +210,10 @@ class WrapperTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(contains(warn[0], newest));
     // Truncation and foreign files are named too.
     CPPUNIT_ASSERT_EQUAL(0, truncate(newest.c_str(), 100));
-    err = error_of([&] { ringrun::CheckpointStore::read_file(newest); });
+    err = error_of([&] { store.read_file(newest); });
     CPPUNIT_ASSERT_MESSAGE(err, contains(err, newest) && contains(err, "truncated"));
     std::string junk = d.write("ckpt-30.rck", "hello, not a checkpoint at all, but long enough to hold a header....");
-    err = error_of([&] { ringrun::CheckpointStore::read_file(junk); });
+    err = error_of([&] { store.read_file(junk); });
     CPPUNIT_ASSERT_MESSAGE(err, contains(err, junk) && contains(err, "bad magic"));
     // Only the newest two are kept.
     store.write(40, a);
@@ -388,6 +389,25 @@ class WrapperTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--global-batch"));
     CPPUNIT_ASSERT_EQUAL(2, run("env -u RINGRUN_CKPT_DIR " + kTrain + " --steps=10", &out));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "no checkpoint folder"));
+    // No periodic checkpoints would leave nothing to fall back to (issue 14.6).
+    CPPUNIT_ASSERT_EQUAL(2, run(kTrain + " --ckpt-every=0 --ckpt-dir=/tmp", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--ckpt-every") && contains(out, "fall back"));
+  }
+
+  void errors_name_the_launchers_rank() {
+    // A worker whose ring cannot form says which rank it is (RINGRT_RANK), not "rank -1".
+    TempDir d;
+    std::string secret = d.write("secret", "0123456789abcdef0123456789abcdef");
+    chmod(secret.c_str(), 0600);
+    std::string out;
+    const int rc = run("RINGRT_RANK=1 RINGRT_WORLD_SIZE=2 RINGRT_MASTER_ADDR=127.0.0.1 RINGRT_MASTER_PORT=" +
+                           std::to_string(ringrt_local::free_port()) + " RINGRT_SECRET_FILE=" + secret +
+                           " RINGRT_INIT_TIMEOUT_MS=1000 RINGRT_TIMEOUT_MS=1000 " + kTrain +
+                           " --steps=10 --ckpt-dir=" + d.path() + "/ck",
+                       &out);
+    CPPUNIT_ASSERT_MESSAGE(out, rc != 0);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "ringrun-train[rank 1]: ringrt_init() failed"));
+    CPPUNIT_ASSERT_MESSAGE(out, !contains(out, "ringrun-train[rank -1]"));
   }
 };
 

@@ -1,8 +1,12 @@
-// ringrun on the real local Slurm cluster (scripts/testcluster.sh): a training job resized
-// 1 -> 2 -> 4 -> 2 GPUs through checkpoint, requeue-hold, update, release and restore reaches the
-// same loss curve as an uninterrupted run. The 2 -> 4 step takes the policy engine's path (a
-// "ringsched:resize=N,type=T" AdminComment and SIGUSR2 to the batch shell); the others the
-// request file. Prints each resize's latency from the job's events file.
+// ringrun on the real local Slurm cluster (scripts/testcluster.sh, with the plugins): a training job
+// of an ordinary user (ringtest1) resized 1 -> 2 -> 4 -> 2 GPUs through checkpoint, requeue and
+// restore reaches the same loss curve as an uninterrupted run. The first two steps are the
+// owner's own (the request file: ringrun requeues with hold, updates and releases the job, which
+// the planner does not own); the last takes the planner's path (an admin writes the
+// "ringsched:resize=N,type=T,at=E" AdminComment and sends SIGUSR2, as priority/ringsched does;
+// ringrun checkpoints and requeues with hold; the planner thread applies the shape and releases
+// the job), and also moves the job from v100 to p100. Prints each resize's latency from the job's
+// events file.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <sys/stat.h>
@@ -20,8 +24,7 @@
 
 namespace {
 
-const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
-const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
+const char* kOwner = "ringtest1";
 
 }  // namespace
 
@@ -32,37 +35,44 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
 
  public:
   void resize_on_slurm_matches_uninterrupted_run() {
-    auto& cluster = ringtest::SlurmTestCluster::get("wrapper", false);
+    ringtest::SlurmTestCluster::ensure_user(kOwner);
+    auto& cluster = ringtest::SlurmTestCluster::get("wrapper", true);
+    const std::string stage = cluster.stage_programs();
+    // The job's folder belongs to its user (the checkpoints go below it, private).
     TempDir d;
+    cluster.run("chown " + std::string(kOwner) + ": " + d.path() + " && chmod 755 " + d.path());
     const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss";
     const std::string training = " --steps=1200 --log-every=100000 --emulate-model=lm-b80";
     // A master port exported from the submitting shell is ignored (it would put every job on it).
     const std::string script =
-        d.write("job.sh", "#!/bin/sh\nexport RINGRT_MASTER_PORT=1\nexec " + kRingrun + " --model=lm-b80 --profiles=" +
-                              repo_file("data/profiles/gavel.csv") + " --ckpt-dir=" + ck + " -- " + kTrain + training +
-                              " --loss-log=" + loss + "\n");
-    chmod(script.c_str(), 0755);
+        d.write("job.sh", "#!/bin/sh\n" + cluster.stage_env() + "\nexport RINGRT_MASTER_PORT=1\nexec " + stage +
+                              "/ringrun --model=lm-b80 --profiles=" + stage + "/gavel.csv --ckpt-dir=" + ck + " -- " +
+                              stage + "/ringrun-train" + training + " --loss-log=" + loss + "\n");
+    cluster.run("chown " + std::string(kOwner) + ": " + script + " && chmod 755 " + script);
     std::string out;
     // The GPU type as a feature constraint, as job_submit/ringsched gives it to ring jobs: the
-    // resize to 4 GPUs also moves the job from v100 to p100.
-    unsigned job = cluster.submit("--requeue --open-mode=append -o " + d.path() + "/job.out --constraint=v100 --gres=gpu:1 " + script,
-                                  &out);
+    // planner's resize to 2 GPUs also moves the job from v100 to p100.
+    unsigned job = cluster.submit_as(kOwner, "--requeue --open-mode=append -o " + d.path() +
+                                                 "/job.out --constraint=v100 --gres=gpu:1 " + script,
+                                     d.path(), &out);
     CPPUNIT_ASSERT_MESSAGE(out, job > 0);
     size_t mark = 0;
     auto lines = [&] { return read_loss(loss).size(); };
-    const std::pair<int, std::string> phases[] = {{2, "v100"}, {4, "p100"}, {2, "p100"}};
+    const std::pair<int, std::string> phases[] = {{2, "v100"}, {4, "v100"}, {2, "p100"}};
     for (const auto& [size, type] : phases) {
       CPPUNIT_ASSERT(ringtest::SlurmTestCluster::wait_for([&] { return lines() >= mark + 100; }, 120));
-      if (size == 4) {
-        // The policy engine's way: AdminComment + SIGUSR2 to the batch shell.
+      if (type == "p100") {
+        // The planner's way: AdminComment (an admin's or the planner's to write) + SIGUSR2.
         auto r = cluster.run("scontrol update JobId=" + std::to_string(job) +
-                             " AdminComment=ringsched:resize=4,type=p100,at=0 && scancel -b -s USR2 " +
+                             " AdminComment=ringsched:resize=2,type=p100,at=0 && scancel -b -s USR2 " +
                              std::to_string(job));
         CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
       } else {
-        // Written aside and renamed into place: ringrun never sees half a request.
-        std::ofstream(ck + "/resize-request.tmp") << size << "\n";
-        CPPUNIT_ASSERT_EQUAL(0, rename((ck + "/resize-request.tmp").c_str(), (ck + "/resize-request").c_str()));
+        // The owner's request, written aside and renamed into place: ringrun never sees half a
+        // request.
+        auto r = cluster.run_as(kOwner, "echo " + std::to_string(size) + " > " + ck + "/resize-request.tmp && mv " + ck +
+                                            "/resize-request.tmp " + ck + "/resize-request");
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
       }
       CPPUNIT_ASSERT_MESSAGE(cluster.run("cat " + d.path() + "/job.out").out,
                              ringtest::SlurmTestCluster::wait_for([&] {
@@ -74,6 +84,7 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL(type, cluster.job_field(job, "Features"));
       CPPUNIT_ASSERT_MESSAGE(cluster.job_field(job, "NodeList"), contains(cluster.job_field(job, "NodeList"), type + "-"));
     }
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:resized=2,type=p100,at=0"), cluster.job_field(job, "AdminComment"));
     // What the job said and did, for the messages of the checks below.
     auto story = [&] { return cluster.run("tail -n 40 " + d.path() + "/job.out; cat " + ck + "/events").out; };
     CPPUNIT_ASSERT_MESSAGE(story(), ringtest::SlurmTestCluster::wait_for(
@@ -82,7 +93,7 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster.run("cat " + d.path() + "/job.out").out, "ignoring RINGRT_MASTER_PORT=1"));
 
     // The same training, uninterrupted, one local rank.
-    auto r = cluster.run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
+    auto r = cluster.run(cluster.stage_env() + "; " + stage + "/ringrun --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + stage + "/ringrun-train" +
                          " --steps=1200 --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     auto ref = read_loss(d.path() + "/ref.loss"), got = read_loss(loss);

@@ -3,16 +3,22 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
+
+#include "bounded_int.h"
 
 namespace ringrun {
 
@@ -38,16 +44,84 @@ uint64_t get_le(const uint8_t* p, int bytes) {
 
 std::string sys_error(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-void sha256(const uint8_t* head, size_t head_len, const uint8_t* body, size_t body_len,
-            uint8_t out[kDigest], const std::string& file) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  unsigned int len = 0;
-  bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-            EVP_DigestUpdate(ctx, head, head_len) == 1 &&
-            (body_len == 0 || EVP_DigestUpdate(ctx, body, body_len) == 1) &&
-            EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == kDigest;
-  EVP_MD_CTX_free(ctx);
-  if (!ok) throw CheckpointError(file, "OpenSSL SHA-256 failed");
+// HMAC-SHA256 of the concatenated parts with `key` (OpenSSL's EVP_MAC), into out.
+void hmac_sha256(const std::vector<uint8_t>& key, std::initializer_list<std::pair<const uint8_t*, size_t>> parts,
+                 uint8_t out[kDigest], const std::string& file) {
+  EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  EVP_MAC_CTX* ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
+  char digest_name[] = "SHA256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
+                               OSSL_PARAM_construct_end()};
+  size_t len = 0;
+  bool ok = ctx && EVP_MAC_init(ctx, key.data(), key.size(), params) == 1;
+  for (const auto& [data, n] : parts) ok = ok && (n == 0 || EVP_MAC_update(ctx, data, n) == 1);
+  ok = ok && EVP_MAC_final(ctx, out, &len, kDigest) == 1 && len == kDigest;
+  EVP_MAC_CTX_free(ctx);
+  EVP_MAC_free(mac);
+  if (!ok) throw CheckpointError(file, "OpenSSL HMAC-SHA256 failed");
+}
+
+// Constant-time comparison of two digests (a forger learns nothing from the timing).
+bool same_digest(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < kDigest; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+std::string describe_mode(mode_t mode) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%04o", unsigned(mode & 07777));
+  return b;
+}
+
+// The job's secret: read when present (it must be ours and private), else made once.
+std::string load_or_create_secret(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+      struct stat st;
+      std::string text;
+      bool ok = ::fstat(fd, &st) == 0;
+      if (ok && (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0 ||
+                 st.st_size < 16 || st.st_size > 4096)) {
+        ::close(fd);
+        throw CheckpointError(path, "job secret refused: it must be a regular file of 16..4096 bytes owned by you "
+                                    "with mode 0600 (it has owner uid " + std::to_string(st.st_uid) + ", mode " +
+                                    describe_mode(st.st_mode) + ", " + std::to_string(st.st_size) + " bytes)");
+      }
+      char buf[4096];
+      ssize_t n;
+      while (ok && (n = ::read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) ok = false;
+        else text.append(buf, size_t(n));
+      }
+      ::close(fd);
+      if (!ok) throw CheckpointError(path, sys_error("cannot read the job secret"));
+      return text;
+    }
+    if (errno != ENOENT) throw CheckpointError(path, sys_error("cannot open the job secret"));
+    // Made aside and linked into place: two processes starting together agree on one secret.
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof raw, 0) != ssize_t(sizeof raw)) throw CheckpointError(path, sys_error("getrandom"));
+    char hex[65];
+    for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    ::unlink(tmp.c_str());
+    int w = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool written = w >= 0 && ::fchmod(w, 0600) == 0 && ::write(w, hex, 64) == 64 && ::fsync(w) == 0;
+    if (w >= 0) ::close(w);
+    const bool linked = written && ::link(tmp.c_str(), path.c_str()) == 0;
+    const int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (!written) throw CheckpointError(path, sys_error("cannot write the job secret"));
+    if (linked) return std::string(hex, 64);
+    if (link_errno != EEXIST) {
+      errno = link_errno;
+      throw CheckpointError(path, sys_error("cannot write the job secret"));
+    }
+  }
+  throw CheckpointError(path, "the job secret appeared and vanished while it was read");
 }
 
 void write_all(int fd, const uint8_t* p, size_t n, const std::string& file) {
@@ -81,14 +155,53 @@ bool parse_name(const std::string& name, uint64_t* step) {
 int checkpoint_test_pause_ms() {
   const char* v = std::getenv("RINGRUN_TEST_CKPT_PAUSE_MS");
   if (!v || !*v) return 0;
-  long ms = std::strtol(v, nullptr, 10);
-  return ms < 0 ? 0 : ms > 600000 ? 600000 : int(ms);
+  int ms = 0;
+  return ringsched::parse_int(v, 0, 600000, &ms) ? ms : 0;
+}
+
+void ensure_private_folder(const std::string& dir) {
+  if (dir.empty()) throw CheckpointError("(no folder)", "checkpoint folder not set");
+  std::string parent = dir.substr(0, dir.find_last_not_of('/') + 1);
+  const size_t slash = parent.rfind('/');
+  parent = slash == std::string::npos ? "." : slash == 0 ? "/" : parent.substr(0, slash);
+  const uid_t me = ::geteuid();
+  struct stat st;
+  if (::stat(parent.c_str(), &st) != 0) throw CheckpointError(dir, sys_error("cannot use the parent folder " + parent));
+  // Another user who may rename entries of the parent could swap our folder for theirs.
+  if ((st.st_mode & 022) != 0 && !(st.st_mode & S_ISVTX) && st.st_uid != me)
+    throw CheckpointError(dir, "the parent folder " + parent + " (mode " + describe_mode(st.st_mode) +
+                                   ") lets other users replace it: choose a checkpoint folder under one only you "
+                                   "can write (ringrun --ckpt-dir)");
+  if (::mkdir(dir.c_str(), 0700) == 0) {
+    if (::chmod(dir.c_str(), 0700) != 0) throw CheckpointError(dir, sys_error("chmod 0700"));
+    return;
+  }
+  if (errno != EEXIST) throw CheckpointError(dir, sys_error("cannot create the checkpoint folder"));
+  if (::lstat(dir.c_str(), &st) != 0) throw CheckpointError(dir, sys_error("cannot stat the checkpoint folder"));
+  if (S_ISLNK(st.st_mode))
+    throw CheckpointError(dir, "the checkpoint folder is a symbolic link: refused (give the real folder)");
+  if (!S_ISDIR(st.st_mode)) throw CheckpointError(dir, "exists and is not a folder");
+  if (st.st_uid != me)
+    throw CheckpointError(dir, "the checkpoint folder already exists and belongs to uid " + std::to_string(st.st_uid) +
+                                   ", not to you (uid " + std::to_string(me) +
+                                   "): refused, another user may have planted it; remove it or choose another "
+                                   "ringrun --ckpt-dir");
+  if ((st.st_mode & 022) != 0)
+    throw CheckpointError(dir, "the checkpoint folder has mode " + describe_mode(st.st_mode) +
+                                   ": other users may have written to it; refused (remove it, or check its "
+                                   "files and chmod 700)");
+  // Ours and not writable by others: readable by others is tightened here.
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) throw CheckpointError(dir, sys_error("chmod 0700"));
 }
 
 CheckpointStore::CheckpointStore(std::string dir) : dir_(std::move(dir)) {
-  if (dir_.empty()) throw CheckpointError("(no folder)", "checkpoint folder not set");
-  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
-    throw CheckpointError(dir_, sys_error("cannot create folder"));
+  ensure_private_folder(dir_);
+  const std::string secret = load_or_create_secret(secret_file());
+  static const char kPurpose[] = "ringrun checkpoint v2";
+  key_.resize(kDigest);
+  const std::vector<uint8_t> secret_bytes(secret.begin(), secret.end());
+  hmac_sha256(secret_bytes, {{reinterpret_cast<const uint8_t*>(kPurpose), sizeof kPurpose - 1}}, key_.data(),
+              secret_file());
 }
 
 std::vector<std::string> CheckpointStore::files() const {
@@ -116,9 +229,9 @@ std::string CheckpointStore::write(uint64_t step, const std::vector<uint8_t>& pa
   put_le(head + 12, kHeader, 4);
   put_le(head + 16, step, 8);
   put_le(head + 24, payload.size(), 8);
-  sha256(head, kFixed, payload.data(), payload.size(), head + kFixed, tmp);
+  hmac_sha256(key_, {{head, kFixed}, {payload.data(), payload.size()}}, head + kFixed, tmp);
 
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) throw CheckpointError(tmp, sys_error("cannot create"));
   try {
     write_all(fd, head, kHeader, tmp);
@@ -155,16 +268,16 @@ std::string CheckpointStore::write(uint64_t step, const std::vector<uint8_t>& pa
       std::string name = e->d_name;
       size_t at = name.rfind(".tmp.");
       if (name.rfind(".ckpt-", 0) != 0 || at == std::string::npos) continue;
-      long pid = std::strtol(name.c_str() + at + 5, nullptr, 10);
-      if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) ::unlink((dir_ + "/" + name).c_str());
+      long pid = 0;
+      if (ringsched::parse_long(name.c_str() + at + 5, 1, 0x7fffffff, &pid) && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) ::unlink((dir_ + "/" + name).c_str());
     }
     ::closedir(d);
   }
   return final_path;
 }
 
-Checkpoint CheckpointStore::read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Checkpoint CheckpointStore::read_file(const std::string& path) const {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw CheckpointError(path, sys_error("cannot open"));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
@@ -197,9 +310,10 @@ Checkpoint CheckpointStore::read_file(const std::string& path) {
     throw CheckpointError(path, (got < kHeader + len ? "truncated: " : "trailing bytes: ") + std::to_string(got) +
                                     " bytes on disk, header says " + std::to_string(kHeader + len));
   uint8_t digest[kDigest];
-  sha256(data.data(), kFixed, data.data() + kHeader, len, digest, path);
-  if (std::memcmp(digest, data.data() + kFixed, kDigest) != 0)
-    throw CheckpointError(path, "SHA-256 checksum mismatch (corrupt)");
+  hmac_sha256(key_, {{data.data(), kFixed}, {data.data() + kHeader, len}}, digest, path);
+  if (!same_digest(digest, data.data() + kFixed))
+    throw CheckpointError(path, "checksum mismatch: its HMAC-SHA256 does not verify with the job's secret "
+                                "(corrupt, or not written by this job)");
   Checkpoint c;
   c.step = step;
   c.payload.assign(data.begin() + kHeader, data.end());

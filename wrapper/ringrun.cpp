@@ -7,13 +7,11 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdarg>
 #include <chrono>
@@ -32,6 +30,8 @@
 #include "cli.h"
 #include "loopback.h"
 #include "profile_report.h"
+#include "resize_note.h"
+#include "resize_watch.h"
 #include "ringsched/model.h"
 #include "slurm_job.h"
 #include "wrapper_env.h"
@@ -43,6 +43,8 @@ using ringrun::parse_int;
 namespace {
 
 constexpr int kExitStopped = 75;  // the workers' "stopped at a checkpoint on request"
+// How often the watch loop reads the job's notes from slurmctld without a SIGUSR2.
+constexpr std::chrono::seconds kJobReadEvery(3);
 
 volatile sig_atomic_t g_signal = 0;
 void on_signal(int sig) { g_signal = sig; }
@@ -82,13 +84,15 @@ void usage(FILE* f) {
       "Runs one worker of CMD per GPU with RINGRT_* set; on a resize request, SIGUSR1 (Slurm's\n"
       "--signal=B:USR1@T) or SIGTERM, the workers checkpoint and the job restarts at the new size.\n"
       "  --gpus=N            workers to run (default: the GPUs Slurm allocated; required outside Slurm)\n"
-      "  --ckpt-dir=DIR      checkpoints, secret, events (default: $SLURM_SUBMIT_DIR/ringrun-JOBID)\n"
+      "  --ckpt-dir=DIR      checkpoints, secret, events, private to you (default: $SLURM_SUBMIT_DIR/\n"
+      "                      ringrun-JOBID if only you can write there, else ~/.ringrun/ringrun-JOBID)\n"
       "  --model=M           the job's model (exported as RINGRUN_MODEL; bounds reports)\n"
       "  --gpu-type=T        GPU type (default: from the job's gres request)\n"
       "  --profiles=CSV      throughput profiles (exported as RINGRUN_PROFILES)\n"
       "  --report=CSV        append validated measured iterations/s to this profile CSV\n"
       "  --report-factor=F   accept a measurement within F x the prediction (default 3)\n"
-      "  --resize-file=FILE  resize requests: a GPU count in this file (default DIR/resize-request)\n"
+      "  --resize-file=FILE  resize requests: a GPU count in this file (default DIR/resize-request);\n"
+      "                      ignored for jobs whose size the ringsched planner decides\n"
       "  --max-gpus=N        largest size a request may ask for (default 1024)\n"
       "  --port=P            ring master port (default: libringrt's, from the job id; any free\n"
       "                      port outside a job)\n"
@@ -149,21 +153,6 @@ int parse(int argc, char** argv, Options* o) {
     return 2;
   }
   return 0;
-}
-
-// A per-job secret for the ring's handshake, in a 0600 file only the job's user can read.
-std::string write_secret(const std::string& dir) {
-  unsigned char raw[32];
-  if (getrandom(raw, sizeof raw, 0) != ssize_t(sizeof raw)) throw std::runtime_error("getrandom failed");
-  char hex[65];
-  for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-  std::string path = dir + "/secret", tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 || ::write(fd, hex, 64) != 64 || ::fchmod(fd, 0600) != 0 || ::close(fd) != 0 ||
-      ::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot write the job secret " + path + ": " + std::strerror(errno));
-  return path;
 }
 
 // --- workers --------------------------------------------------------------------------------------
@@ -274,7 +263,10 @@ class WorkerGroup {
       if (pid == 0) {
         // Each worker leads its own process group: signals reach whatever it starts, too.
         setpgid(0, 0);
-        for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT}) signal(sig, SIG_DFL);
+        for (int sig : {SIGUSR1, SIGTERM, SIGINT}) signal(sig, SIG_DFL);
+        // SIGUSR2 is the planner's nudge to ringrun; should Slurm ever deliver it to the whole job
+        // (scancel -s USR2 without -b), a worker must not die of it. SIG_IGN survives exec.
+        signal(SIGUSR2, SIG_IGN);
         // SIGUSR1 stays blocked through exec: a worker unblocks it once its handler is in place,
         // so a stop request that comes early waits instead of killing it.
         sigset_t usr1 = old;
@@ -319,71 +311,6 @@ class WorkerGroup {
   std::vector<pid_t> pids_;
   int alive_ = 0;
 };
-
-// --- resize requests ------------------------------------------------------------------------------
-
-// A request file holds one GPU count and a newline. Writers should create it under another name
-// and rename it into place; a file without its newline yet is being written and is left for the
-// next look. It is consumed (removed) when read; a malformed one is reported and removed too, so a
-// bad request cannot wedge the job.
-int read_resize_file(const std::string& path, int max_gpus) {
-  std::ifstream in(path);
-  if (!in) return 0;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.empty() || (text.back() != '\n' && text.size() < 64)) return 0;
-  ::unlink(path.c_str());
-  int n = 0;
-  size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
-  std::string v = b == std::string::npos ? "" : text.substr(b, e - b + 1);
-  if (!parse_int(v.c_str(), 1, max_gpus, &n)) {
-    log("ignoring resize request in %s: '%s' is not a GPU count in 1..%d", path.c_str(), v.c_str(), max_gpus);
-    return 0;
-  }
-  return n;
-}
-
-// The policy engine's request in the job's admin comment (priority/ringsched writes it):
-// "ringsched:resize=N[,type=T][,at=EPOCH]". Anything malformed is no request.
-struct ResizeRequest {
-  int gpus = 0;
-  std::string type;  // "" keeps the current type
-  double at = 0;     // when the engine decided (epoch seconds), 0 if not given
-};
-ResizeRequest parse_admin_comment(const std::string& c, int max_gpus) {
-  ResizeRequest r;
-  const std::string key = "ringsched:resize=";
-  size_t at = c.find(key);
-  if (at == std::string::npos) return r;
-  std::string body = c.substr(at + key.size());
-  body = body.substr(0, body.find_first_of(" ;\n"));
-  std::vector<std::string> fields;
-  std::stringstream ss(body);
-  for (std::string f; std::getline(ss, f, ',');) fields.push_back(f);
-  int n = 0;
-  if (fields.empty() || !parse_int(fields[0].c_str(), 1, max_gpus, &n)) return r;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    if (fields[i].rfind("type=", 0) == 0) {
-      std::string t = fields[i].substr(5);
-      if (t.empty() || t.size() > 32 ||
-          !std::all_of(t.begin(), t.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-'; }))
-        return r;
-      r.type = ringsched::normalize_type(t);
-    } else if (fields[i].rfind("at=", 0) == 0) {
-      r.at = std::atof(fields[i].c_str() + 3);
-    }
-  }
-  r.gpus = n;
-  return r;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path + ".tmp") << text;
-  ::rename((path + ".tmp").c_str(), path.c_str());
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -432,6 +359,56 @@ void forward_timing(const Options& o, const std::string& timing_file, int world)
 
 }  // namespace
 
+// Under Slurm: tells the planner that ringrun runs the job (the job's Comment, which its owner
+// may write), and whether SIGUSR2 reaches it. Slurm sends the planner's SIGUSR2 to the batch
+// shell's process alone, which is ringrun only when the script exec'ed it; a shell that waits for
+// ringrun would die of SIGUSR2, so then the planner sends none and ringrun reads its notes every
+// few seconds instead (ringsched(8), RESIZES).
+void announce_ready(ringrun::SlurmJob& job) {
+  const bool signal_reaches_us = ::getpgrp() == ::getpid();
+  const ringsched::WrapperNote note = ringsched::WrapperNote::ready(signal_reaches_us);
+  const std::string err = job.set_comment(note.merged_into(job.shape().comment));
+  if (!err.empty()) log("cannot note in the job's Comment that ringrun is ready: %s", err.c_str());
+}
+
+// The planner's resize: the job's owner only checkpoints and requeues its job with a hold, noting
+// which decision it requeued for; priority/ringsched (as SlurmUser) applies the shape it recorded
+// and releases the job. Returns true once the job is requeued.
+bool hand_over(ringrun::SlurmJob& job, const ringrun::ResizeDecision& d, const std::string& ckpt_dir) {
+  const uint32_t id = job.shape().job_id;
+  const std::string note = ringsched::WrapperNote::requeued(d.decided_at).merged_into(job.shape().comment);
+  std::string err = job.set_comment(note);
+  if (err.empty()) err = job.requeue_held();
+  if (!err.empty()) {
+    log("handing job %u over to the planner for its resize to %d GPUs failed: %s", id, d.gpus, err.c_str());
+    ringrun::env::event(ckpt_dir, "requeue_failed " + err);
+    return false;
+  }
+  ringrun::env::event(ckpt_dir, "requeued_for_planner " + std::to_string(d.gpus));
+  log("job %u requeued (held) for the planner's resize to %d GPUs%s%s; priority/ringsched applies it and "
+      "releases the job", id, d.gpus, d.type.empty() ? "" : " of type ", d.type.c_str());
+  return true;
+}
+
+// A resize the owner asked for (the request file, or a stop that keeps the size) of a job the
+// planner does not own: requeue with hold, update, release, as the owner. Returns true once the
+// job is requeued (even when the update failed and the old shape was put back).
+bool requeue_resized(ringrun::SlurmJob& job, int gpus, const std::string& type, const std::string& ckpt_dir) {
+  const uint32_t id = job.shape().job_id;
+  double rq = 0, up = 0;
+  bool requeued = false;
+  const std::string err = job.requeue_resized(gpus, type, &rq, &up, &requeued);
+  if (!err.empty()) {
+    log("requeue of job %u at %d GPUs failed: %s", id, gpus, err.c_str());
+    ringrun::env::event(ckpt_dir, "requeue_failed " + err);
+    return requeued;
+  }
+  ringrun::env::event(ckpt_dir, "released " + std::to_string(gpus));
+  log("job %u requeued at %d GPUs%s%s (requeue %.2f s, update+release %.2f s)", id, gpus,
+      type.empty() ? "" : " of type ", type.c_str(), rq, up);
+  return true;
+}
+
 // The per-node launcher of a multi-node job (srun starts one per node): starts this node's
 // ranks, passes stop signals on, and exits like a single worker would (0, 75, or the failure).
 int run_node_share(const Options& o) {
@@ -441,10 +418,6 @@ int run_node_share(const Options& o) {
     std::fprintf(stderr, "ringrun: --node-workers needs SLURM_NODEID (it is started by srun)\n");
     return 2;
   }
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGUSR1, SIGTERM, SIGINT}) sigaction(sig, &sa, nullptr);
   std::vector<std::string> gpu_ids;
   if (const char* c = std::getenv("CUDA_VISIBLE_DEVICES")) gpu_ids = split(c, ',');
   const char* w = std::getenv("RINGRT_WORLD_SIZE");
@@ -458,7 +431,7 @@ int run_node_share(const Options& o) {
   std::vector<WorkerExit> exits;
   int rc = 0;
   while (!g.reap(&exits)) {
-    if (int sig = g_signal) g_signal = 0, g.signal_all(sig == SIGUSR1 ? SIGUSR1 : sig);
+    if (int sig = g_signal; sig && (g_signal = 0, sig != SIGUSR2)) g.signal_all(sig);  // USR2 is ringrun's alone
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (auto& e : exits) {
@@ -473,7 +446,39 @@ int run_node_share(const Options& o) {
   return rc;
 }
 
+// Stop and resize signals are recorded from the first instruction on: a resize request (SIGUSR2)
+// or a stop that arrives while ringrun is still starting is acted on once the workers run, never
+// fatal (SIGUSR2's default action would end the job).
+void catch_signals_early() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGUSR1, SIGUSR2, SIGTERM, SIGINT}) sigaction(sig, &sa, nullptr);
+}
+
+// The default checkpoint folder: DIR/ringrun-JOBID where DIR is the submit folder when only the
+// user can write it, else ~/.ringrun (made 0700). In a folder others may write (a shared scratch
+// space), another user could create the predictable name first (ringrun(1), CHECKPOINT FOLDER).
+std::string default_ckpt_dir(uint32_t job_id) {
+  const std::string name = "ringrun-" + (job_id ? std::to_string(job_id) : std::string("local"));
+  const char* sub = std::getenv("SLURM_SUBMIT_DIR");
+  const std::string submit = sub && *sub ? sub : ".";
+  struct stat st;
+  if (::stat(submit.c_str(), &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0)
+    return submit + "/" + name;
+  const char* home = std::getenv("HOME");
+  if (home && *home && ::stat(home, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0) {
+    const std::string dir = std::string(home) + "/.ringrun";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return submit + "/" + name;
+    log("the submit folder %s can be written by other users: checkpoints go to %s/%s", submit.c_str(), dir.c_str(),
+        name.c_str());
+    return dir + "/" + name;
+  }
+  return submit + "/" + name;  // refused by CheckpointStore when others may write there, with why
+}
+
 int main(int argc, char** argv) {
+  catch_signals_early();
   Options o;
   if (int rc = parse(argc, argv, &o)) return rc;
   if (o.node_workers > 0) return run_node_share(o);
@@ -521,10 +526,7 @@ int main(int argc, char** argv) {
   }
   if (o.gpu_type.empty()) o.gpu_type = ringrun::env::gpu_type();
   if (o.profiles.empty()) o.profiles = ringrun::env::profiles();
-  if (o.ckpt_dir.empty()) {
-    const char* sub = std::getenv("SLURM_SUBMIT_DIR");
-    o.ckpt_dir = std::string(sub && *sub ? sub : ".") + "/ringrun-" + (job_id ? std::to_string(job_id) : "local");
-  }
+  if (o.ckpt_dir.empty()) o.ckpt_dir = default_ckpt_dir(job_id);
   if (o.resize_file.empty()) o.resize_file = o.ckpt_dir + "/resize-request";
   // In a job, libringrt derives the master port from SLURM_JOB_ID (see libringrt(3)), so that
   // the workers of every node agree on it without us; alone on this host, any free port does.
@@ -535,26 +537,21 @@ int main(int argc, char** argv) {
     unsetenv("RINGRT_MASTER_PORT");
   }
 
+  // The folder is private to the user, and its secret (made once, kept across restarts) both
+  // authenticates the ring's peers and keys the checkpoints' MACs.
   std::unique_ptr<ringrun::CheckpointStore> store;
   std::string secret;
   try {
     store = std::make_unique<ringrun::CheckpointStore>(o.ckpt_dir);
-    secret = write_secret(o.ckpt_dir);
+    secret = store->secret_file();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ringrun: %s\n", e.what());
     return 1;
   }
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGUSR1, &sa, nullptr);
-  sigaction(SIGUSR2, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-
   const std::string timing_file = o.ckpt_dir + "/timing";
-  const std::string handled_file = o.ckpt_dir + "/handled-request";
+  ringrun::ResizeWatch watch(o.resize_file, o.ckpt_dir + "/handled-request", o.max_gpus, job.get());
+  if (job) announce_ready(*job);
   for (int generation = 0;; ++generation) {
     std::vector<std::string> env = {
         "RINGRT_WORLD_SIZE=" + std::to_string(world), "RINGRT_MASTER_ADDR=" + master,
@@ -586,7 +583,9 @@ int main(int argc, char** argv) {
     std::string reason;
     bool stopping = false, failed = false;
     std::chrono::steady_clock::time_point stop_sent;
-    auto last_poll = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+    auto last_file_look = std::chrono::steady_clock::now() - kJobReadEvery;
+    auto last_job_read = last_file_look;
+    ringrun::ResizeDecision decision;
     std::vector<WorkerExit> exits;
     int ok = 0, stopped = 0;
     while (true) {
@@ -615,7 +614,7 @@ int main(int argc, char** argv) {
         if (sig) {
           g_signal = 0;
           if (sig == SIGUSR2) {
-            last_poll = std::chrono::steady_clock::now() - std::chrono::seconds(10);  // look now
+            last_job_read = last_file_look = std::chrono::steady_clock::now() - kJobReadEvery;  // look now
           } else {
             target = world;
             reason = sig == SIGUSR1 ? "SIGUSR1 (time limit or preemption)" : std::string(strsignal(sig));
@@ -625,29 +624,19 @@ int main(int argc, char** argv) {
             if (sig != SIGUSR1) slurm_owns_restart = true;
           }
         }
+        // The file is cheap to look at; the job's notes cost slurmctld a request, so they are read
+        // every few seconds, and at once when SIGUSR2 says the planner has written one.
         auto t = std::chrono::steady_clock::now();
-        if (!target && t - last_poll >= std::chrono::milliseconds(500)) {
-          last_poll = t;
-          int n = read_resize_file(o.resize_file, o.max_gpus);
-          if (n && n != world) target = n, reason = "resize request file " + o.resize_file;
-          if (!target && job) {
-            try {
-              job->refresh();
-              const std::string& comment = job->shape().admin_comment;
-              ResizeRequest r = parse_admin_comment(comment, o.max_gpus);
-              bool new_type = !r.type.empty() && r.type != o.gpu_type && !o.gpu_type.empty();
-              // The comment outlives the restart it caused: a request once carried out is
-              // remembered in the job's folder and not carried out again.
-              if (r.gpus && comment == read_text(handled_file)) r.gpus = 0;
-              if (r.gpus && (r.gpus != world || new_type)) {
-                write_text(handled_file, comment);
-                target = r.gpus, target_type = new_type ? r.type : "";
-                reason = "policy engine (admin comment '" + job->shape().admin_comment + "')";
-                if (r.at > 0) ringrun::env::event(o.ckpt_dir, "engine_decided_at " + std::to_string(r.at));
-              }
-            } catch (const std::exception& e) {
-              log("%s", e.what());
-            }
+        if (!target && t - last_file_look >= std::chrono::milliseconds(500)) {
+          last_file_look = t;
+          const bool read_job = t - last_job_read >= kJobReadEvery;
+          if (read_job) last_job_read = t;
+          decision = watch.poll(world, o.gpu_type, read_job, log);
+          if (decision.gpus) {
+            target = decision.gpus, target_type = decision.type, reason = decision.reason;
+            watch.mark_handled(decision);
+            if (decision.decided_at > 0)
+              ringrun::env::event(o.ckpt_dir, "engine_decided_at " + std::to_string(decision.decided_at));
           }
         }
         if (target) {
@@ -700,17 +689,15 @@ int main(int argc, char** argv) {
     if (job && !o.no_requeue && !slurm_owns_restart) {
       // From here on Slurm's own SIGTERM (our requeue) must not interrupt the sequence.
       signal(SIGTERM, SIG_IGN);
-      double rq = 0, up = 0;
-      std::string err = job->requeue_resized(target, target_type, &rq, &up);
-      if (!err.empty()) {
-        log("requeue of job %u at %d GPUs failed: %s", job_id, target, err.c_str());
-        ringrun::env::event(o.ckpt_dir, "requeue_failed " + err);
-        return 1;
-      }
-      ringrun::env::event(o.ckpt_dir, "released " + std::to_string(target));
-      log("job %u requeued at %d GPUs%s%s (requeue %.2f s, update+release %.2f s)", job_id, target,
-          target_type.empty() ? "" : " of type ", target_type.c_str(), rq, up);
-      return 0;
+      const bool requeued = decision.by_planner ? hand_over(*job, decision, o.ckpt_dir)
+                                                : requeue_resized(*job, target, target_type, o.ckpt_dir);
+      if (requeued) return 0;
+      // The job still runs here: carry on at the current size from the checkpoint rather than
+      // lose the allocation over a failed resize.
+      catch_signals_early();
+      log("job %u continues at %d GPUs from step %llu", job_id, world, (unsigned long long)ck.step);
+      ringrun::env::event(o.ckpt_dir, "continues " + std::to_string(world));
+      continue;
     }
     if (job || reason.rfind("resize", 0) != 0) {
       // No one to restart us (or asked to stop): leave it at the checkpoint.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bounded_int.h"
 #include "config.h"
 #include "ringsched/model.h"
 
@@ -49,10 +50,9 @@ namespace {
   for (auto& x : f)
     if (!x.empty()) g.push_back(x);
   if (g.empty()) return;
-  char* e = nullptr;
-  long n = std::strtol(g.back().c_str(), &e, 10);
-  if (e && *e == 0 && n > 0 && n <= 4096) {
-    *count = int(n);
+  int n = 0;
+  if (ringsched::parse_int(g.back(), 1, 4096, &n)) {
+    *count = n;
     if (g.size() >= 2) *type = g[g.size() - 2];
   } else if (g.size() == 1) {
     *type = g[0];
@@ -90,6 +90,7 @@ void SlurmJob::refresh() {
     shape_.type_by_feature = !shape_.gpu_type.empty();
   }
   shape_.admin_comment = j.admin_comment ? j.admin_comment : "";
+  shape_.comment = j.comment ? j.comment : "";
   shape_.first_node_addr.clear();
   shape_.node_gpu_type.clear();
   if (j.nodes && *j.nodes) {
@@ -128,7 +129,24 @@ int SlurmJob::node_gpus(const std::string& wanted) const {
   return best;
 }
 
-std::string SlurmJob::requeue_resized(int total, const std::string& new_type, double* requeue_s, double* update_s) {
+std::string SlurmJob::set_comment(const std::string& comment) {
+  job_desc_msg_t d;
+  slurm_init_job_desc_msg(&d);
+  d.job_id = id_;
+  d.comment = const_cast<char*>(comment.c_str());
+  if (slurm_update_job(&d) != SLURM_SUCCESS) return "Comment update failed: " + slurm_error();
+  shape_.comment = comment;
+  return "";
+}
+
+std::string SlurmJob::requeue_held() {
+  if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
+  return "";
+}
+
+std::string SlurmJob::requeue_resized(int total, const std::string& new_type, double* requeue_s, double* update_s,
+                                      bool* requeued) {
+  *requeued = false;
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   const std::string type = new_type.empty() ? shape_.gpu_type : new_type;
@@ -145,6 +163,7 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
   const int per_node = total / nodes;
 
   if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
+  *requeued = true;
   *requeue_s = std::chrono::duration<double>(clock::now() - t0).count();
   auto t1 = clock::now();
 
@@ -165,10 +184,11 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
   struct Field {
     const char* name;
     std::string from, to;
+    int nodes_from = 0, nodes_to = 0;  // NumNodes as numbers
   };
   const std::string typed = shape_.type_by_feature || shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":";
   const std::vector<Field> fields = {
-      {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes)},
+      {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes), shape_.nodes, nodes},
       {"TresPerNode", "gres:gpu:" + typed + std::to_string(shape_.gpus_per_node),
        "gres:gpu:" + typed + std::to_string(per_node)},
       {"Features", shape_.gpu_type, type},
@@ -178,7 +198,7 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
     slurm_init_job_desc_msg(&d);
     d.job_id = id_;
     const std::string name = f.name;
-    if (name == "NumNodes") d.min_nodes = d.max_nodes = uint32_t(std::stoi(value));
+    if (name == "NumNodes") d.min_nodes = d.max_nodes = uint32_t(value == f.to ? f.nodes_to : f.nodes_from);
     else if (name == "TresPerNode") d.tres_per_node = const_cast<char*>(value.c_str());
     else d.features = const_cast<char*>(value.c_str());
     return update(&d, name);
@@ -213,7 +233,12 @@ SlurmJob::SlurmJob(uint32_t job_id) : id_(job_id) {
 }
 void SlurmJob::refresh() {}
 int SlurmJob::node_gpus(const std::string& wanted) const { return 0; }
-std::string SlurmJob::requeue_resized(int, const std::string&, double*, double*) { return "built without libslurm"; }
+std::string SlurmJob::set_comment(const std::string&) { return "built without libslurm"; }
+std::string SlurmJob::requeue_held() { return "built without libslurm"; }
+std::string SlurmJob::requeue_resized(int, const std::string&, double*, double*, bool* requeued) {
+  *requeued = false;
+  return "built without libslurm";
+}
 
 #endif
 

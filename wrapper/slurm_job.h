@@ -15,7 +15,8 @@ struct JobShape {
   bool type_by_feature = false;  // the type is the job's feature constraint (ringsched's form)
   std::string first_node_addr;// address of the first allocated node (the ring's master)
   std::string node_gpu_type;  // GPU type of that node's gres (what an untyped request got)
-  std::string admin_comment;  // where the policy engine leaves resize requests
+  std::string admin_comment;  // the planner's note (resize_note.h); users cannot write it
+  std::string comment;        // the job's Comment: ringrun's note, and the user's own text
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -30,12 +31,22 @@ class SlurmJob {
   // Largest GPU count per node of a type ("" any type), from the node table; 0 if unknown.
   int node_gpus(const std::string& type) const;
 
+  // Sets the job's Comment (the owner may). Returns "" or what failed.
+  std::string set_comment(const std::string& comment);
+
+  // Requeues the job with a hold and changes nothing else: the planner applies the shape it
+  // decided and releases the job (ringsched(8), RESIZES). Returns "" or what failed.
+  std::string requeue_held();
+
   // requeue-hold -> one update per field (NumNodes=N-N, gres count, Features) -> release, each
   // step checked. A failed update puts the fields already changed back before releasing, so the
   // job never stays in a shape that cannot run. Returns "" on success, else what failed.
   // timings (seconds) filled in. new_type: "" keeps the job's GPU type; another type needs the
-  // type as a feature constraint (a typed gres request cannot change type, DESIGN 4).
-  std::string requeue_resized(int total_gpus, const std::string& new_type, double* requeue_s, double* update_s);
+  // type as a feature constraint (a typed gres request cannot change type, DESIGN 4). `requeued`
+  // says whether the job was requeued (it then restarts, at the new shape or, after a failed
+  // update, at the old one); when not, it still runs here.
+  std::string requeue_resized(int total_gpus, const std::string& new_type, double* requeue_s, double* update_s,
+                              bool* requeued);
 
  private:
   uint32_t id_;

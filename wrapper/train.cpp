@@ -28,6 +28,7 @@
 #include "ringsched/throughput.h"
 #include "wrapper_env.h"
 
+using ringrun::parse_int;
 using ringrun::parse_long;
 
 namespace {
@@ -46,14 +47,15 @@ constexpr int kExitStopped = 75;  // stopped at a checkpoint on request: run me 
     if (rc_ != RINGRT_OK) {                                                                       \
       int failed_ = -1;                                                                           \
       ringrt_failed_rank(&failed_);                                                               \
-      std::fprintf(stderr, "ringrun-train[rank %d]: %s failed: %s (%s)%s\n", g_rank, #call,      \
+      std::fprintf(stderr, "ringrun-train[%s]: %s failed: %s (%s)%s\n", rank_name().c_str(), #call, \
                    ringrt_error_string(rc_), ringrt_error_detail(),                               \
                    failed_ >= 0 ? (" [peer rank " + std::to_string(failed_) + "]").c_str() : ""); \
       std::exit(kExitFailed);                                                                     \
     }                                                                                             \
   } while (0)
 
-int g_rank = -1;
+int g_rank = -1;  // -1 until known
+std::string rank_name() { return g_rank >= 0 ? "rank " + std::to_string(g_rank) : std::string("rank not known yet"); }
 volatile sig_atomic_t g_stop_requested = 0;
 void on_stop_signal(int) { g_stop_requested = 1; }
 
@@ -64,7 +66,7 @@ struct Options {
   double lr = 0.05;
   double momentum = 0.9;
   uint64_t seed = 1;
-  long ckpt_every = 0;  // 0: only when stopped and at the end
+  long ckpt_every = 500;  // periodic checkpoints: what a damaged newest one falls back to
   long log_every = 20;
   bool spb = false;
   std::string ckpt_dir;
@@ -85,7 +87,8 @@ void usage(FILE* f) {
                "  --momentum=X        SGD momentum (default 0.9)\n"
                "  --seed=S            data and initialisation seed (default 1)\n"
                "  --ckpt-dir=DIR      checkpoint folder (default $RINGRUN_CKPT_DIR)\n"
-               "  --ckpt-every=K      also checkpoint every K steps (default 0: on stop and at the end)\n"
+               "  --ckpt-every=K      also checkpoint every K steps, K >= 1 (default 500): the checkpoint a\n"
+               "                      damaged newest one falls back to\n"
                "  --log-every=N       print the loss every N steps (default 20)\n"
                "  --loss-log=FILE     rank 0 appends 'step loss world' lines to FILE\n"
                "  --spb               structured partial backprop: rotating per-worker depth\n"
@@ -132,7 +135,10 @@ int parse_options(int argc, char** argv, Options* o) {
       case MOM: if (!parse_double(optarg, 0, 0.999, &o->momentum)) bad = "--momentum (0..0.999)"; break;
       case SEED: if (parse_long(optarg, 0, 0x7fffffff, &v)) o->seed = uint64_t(v); else bad = "--seed (0..2^31-1)"; break;
       case CKDIR: o->ckpt_dir = optarg; break;
-      case CKEVERY: if (!parse_long(optarg, 0, 100000000, &o->ckpt_every)) bad = "--ckpt-every (0..1e8)"; break;
+      case CKEVERY:
+        if (!parse_long(optarg, 1, 100000000, &o->ckpt_every))
+          bad = "--ckpt-every (1..1e8; without periodic checkpoints a damaged one has nothing to fall back to)";
+        break;
       case LOGEVERY: if (!parse_long(optarg, 1, 100000000, &o->log_every)) bad = "--log-every (1..1e8)"; break;
       case LOSSLOG: o->loss_log = optarg; break;
       case SPB: o->spb = true; break;
@@ -350,6 +356,9 @@ int main(int argc, char** argv) {
   sigaddset(&usr1, SIGUSR1);
   sigprocmask(SIG_UNBLOCK, &usr1, nullptr);
 
+  // Until the runtime knows the rank, messages name the one the launcher gave (ringrun's
+  // RINGRT_RANK), not a placeholder.
+  if (!parse_int(std::getenv("RINGRT_RANK"), 0, 1 << 20, &g_rank)) g_rank = -1;
   RINGRT_CHECK(ringrt_init());
   int world = 0;
   RINGRT_CHECK(ringrt_rank(&g_rank));
@@ -363,7 +372,7 @@ int main(int argc, char** argv) {
   try {
     target_iter_s = emulated_iteration_s(o, world);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ringrun-train[rank %d]: %s\n", g_rank, e.what());
+    std::fprintf(stderr, "ringrun-train[%s]: %s\n", rank_name().c_str(), e.what());
     return kExitUsage;
   }
 
@@ -376,7 +385,7 @@ int main(int argc, char** argv) {
     ringrun::Checkpoint c;
     std::vector<std::string> warnings;
     bool found = store->load_latest(&c, &warnings);
-    for (auto& w : warnings) std::fprintf(stderr, "ringrun-train[rank %d]: %s\n", g_rank, w.c_str());
+    for (auto& w : warnings) std::fprintf(stderr, "ringrun-train[%s]: %s\n", rank_name().c_str(), w.c_str());
     if (found) {
       st = decode(c, o, mlp.size());
       if (g_rank == 0) ringrun::env::event(o.ckpt_dir, "restored step " + std::to_string(st.step));
@@ -389,7 +398,7 @@ int main(int argc, char** argv) {
       return kExitFailed;
     }
   } catch (const ringrun::CheckpointError& e) {
-    std::fprintf(stderr, "ringrun-train[rank %d]: %s\n", g_rank, e.what());
+    std::fprintf(stderr, "ringrun-train[%s]: %s\n", rank_name().c_str(), e.what());
     return kExitFailed;
   }
   if (st.params.empty()) {

@@ -17,6 +17,7 @@ extern "C" {
 }
 
 #include "engine_holder.h"
+#include "resize_note.h"
 #include "ring_request.h"
 #include "slurm_glue.h"
 
@@ -71,9 +72,14 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
 
   std::shared_ptr<ringsched::Engine> engine = g_engine ? g_engine->get() : nullptr;
   if (!engine) {
-    info("job_submit/ringsched: ring job of uid %u accepted unchanged (neutral: %s)", submit_uid,
+    // Neutral: nobody would give the job its GPUs, so it is refused now rather than accepted into
+    // a state in which it cannot run (ringsched(8), NEUTRAL MODE).
+    info("job_submit/ringsched: ring job of uid %u refused (neutral: %s)", submit_uid,
          g_engine ? g_engine->last_error().c_str() : "not initialised");
-    return SLURM_SUCCESS;
+    return reject(err_msg,
+                  "ringsched: ring jobs are not accepted now: the scheduler's configuration (ringsched.conf) is "
+                  "invalid and the administrator has been told (slurmctld log). Submit again later, or now "
+                  "without the --ring-* options, asking for GPUs yourself (--gres=gpu:N)");
   }
   const ringsched::Cluster cluster = ringsched::snapshot_cluster();
   if (cluster.nodes.empty()) return reject(err_msg, "ringsched: this cluster has no typed GPU nodes");
@@ -131,6 +137,10 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (!gres.features.empty()) job_desc->features = xstrdup(gres.features.c_str());
   job_desc->min_nodes = static_cast<uint32_t>(spread.nodes);
   job_desc->max_nodes = static_cast<uint32_t>(spread.nodes);
+  // The mark by which ringrun knows that the planner owns the job's shape (resize_note.h); users
+  // cannot write AdminComment, and Slurm checked the user's own value before this plugin.
+  xfree(job_desc->admin_comment);
+  job_desc->admin_comment = xstrdup(ringsched::PlannerNote::admitted().str().c_str());
   info("job_submit/ringsched: uid %u model %s gpus %d-%d -> %d x %s on %d node(s): %s", submit_uid,
        request.model.c_str(), request.min_gpus, request.max_gpus, gpus, type.c_str(), spread.nodes,
        why.c_str());
@@ -166,16 +176,18 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
   return SLURM_SUCCESS;
 }
 
-// Users may not change the GPUs or the features (its GPU type) of a ring job by hand: the
-// planner owns its shape. Root and SlurmUser (the planner's own updates) may.
+// Users may not change the GPUs, the node count or the features (its GPU type) of a ring job by
+// hand: the planner owns its shape. Root and SlurmUser (the planner's own updates) may.
 extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
     if (submit_uid == 0 || submit_uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
     ringsched::RingRequest request;
     std::string error;
     if (ringsched::job_ring_request(job_ptr, request, error) &&
-        (asks_for_gpus(job_desc->tres_per_node) || job_desc->features)) {
-      info("job_submit/ringsched: uid %u may not change the GPUs or features of ring job %u",
+        (asks_for_gpus(job_desc->tres_per_node) || asks_for_gpus(job_desc->tres_per_job) ||
+         asks_for_gpus(job_desc->tres_per_task) || asks_for_gpus(job_desc->tres_per_socket) ||
+         job_desc->features || job_desc->min_nodes != NO_VAL || job_desc->max_nodes != NO_VAL)) {
+      info("job_submit/ringsched: uid %u may not change the GPUs, node count or features of ring job %u",
            submit_uid, job_ptr->job_id);
       return ESLURM_ACCESS_DENIED;
     }

@@ -8,8 +8,12 @@
 //      order; every other pending job (ordinary or waiting ring job) gets an age-based priority;
 //   4. with no lock held, through Slurm's own job update RPC (as an admin would, so that Slurm
 //      validates each change): the shape of pending ring jobs (GPU type, count, node count), and
-//      resize requests of running elastic jobs, recorded in AdminComment and signalled (SIGUSR2
-//      to the batch shell) so that the job's wrapper checkpoints and requeues at the new size;
+//      resize requests of running elastic jobs, recorded in AdminComment (resize_note.h), with
+//      SIGUSR2 to the batch shell when ringrun says it is the one that receives it;
+//   0. before planning, each round carries out the resizes whose job ringrun has checkpointed and
+//      requeued with a hold for it: the shape recorded in AdminComment, then release. The job's
+//      owner only ever checkpoints and requeues; GPU counts and types change here, as SlurmUser
+//      (ringsched(8), RESIZES);
 //   5. the plan is written as JSON (tmp + rename) for ringsched(8).
 // No C++ exception crosses into slurmctld; with a bad ringsched.conf the plugin runs neutral
 // (age-based priorities only) and slurmctld keeps running.
@@ -41,6 +45,7 @@ extern "C" {
 }
 
 #include "engine_holder.h"
+#include "resize_note.h"
 #include "ring_request.h"
 #include "slurm_glue.h"
 
@@ -83,17 +88,32 @@ struct RingJobRecord {
   time_t start = 0;
   double limit_s = 0;
   std::string admin_comment;
-  bool bad_constraints = false;  // pending with reason BadConstraints (priority 0)
+  ringsched::PlannerNote note;     // the planner's note in AdminComment
+  ringsched::WrapperNote wrapper;  // ringrun's note in Comment
+  bool bad_constraints = false;    // pending with reason BadConstraints (priority 0)
+  bool handed_over = false;        // requeued by ringrun for the planner's resize (step 0)
+
+  // When the job last changed size: its start, or the planner's last resize decision if later
+  // (the minimum resize interval counts from there).
+  time_t last_resize() const {
+    const bool resized = note.kind == ringsched::PlannerNote::Kind::Resize ||
+                         note.kind == ringsched::PlannerNote::Kind::Resized;
+    return resized ? std::max<time_t>(start, static_cast<time_t>(note.at)) : start;
+  }
 };
 
-// "ringsched:resize=N,type=T,at=EPOCH" (see ringrun(1)): when the resize was requested, or 0.
-time_t resize_requested_at(const std::string& admin_comment) {
-  if (admin_comment.rfind("ringsched:resize=", 0) != 0) return 0;
-  const size_t at = admin_comment.find(",at=");
-  if (at == std::string::npos) return 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(admin_comment.c_str() + at + 4, &end, 10);
-  return v > 0 && v < (1LL << 40) ? static_cast<time_t>(v) : 0;
+// A job that ringrun requeued with a hold for the planner's resize: step 0 applies the shape.
+struct Handover {
+  uint32_t id = 0;
+  ringsched::GpuShape shape;
+  ringsched::PlannerNote note;
+};
+
+// Whether a pending job is one ringrun requeued, held, for the resize its AdminComment asks for.
+bool is_handover(const job_record_t* job, const ringsched::PlannerNote& note) {
+  if (!note.is_request() || job->priority != 0 || job->state_reason != WAIT_HELD_USER) return false;
+  const ringsched::WrapperNote w = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
+  return w.state == ringsched::WrapperNote::State::Requeued && w.at == note.at;
 }
 
 // A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`,
@@ -139,6 +159,21 @@ struct PendingRecord {
   time_t submit = 0;
 };
 
+// What one round reads from slurmctld under its read locks (step 1).
+struct RoundInput {
+  std::map<std::string, RingJobRecord> ring;  // ring jobs by id (empty while neutral)
+  std::vector<PendingRecord> pending;         // every pending job, for priorities
+  std::vector<Handover> handovers;            // step 0's work
+  ringsched::Cluster cluster;
+};
+
+// What the planner made of it (step 2).
+struct RoundPlan {
+  ringsched::Snapshot snap;
+  ringsched::Plan plan;
+  std::map<std::string, const ringsched::JobPlan*> by_job;
+};
+
 class PlanningThread {
  public:
   void start() {
@@ -168,10 +203,23 @@ class PlanningThread {
 
  private:
   void run();
+  // One round: the steps below in order (see the top of this file).
   void round();
+  RoundInput snapshot(bool with_engine) const;
+  void apply_handovers(const RoundInput& in, time_t now);
+  RoundPlan plan(ringsched::Engine& engine, RoundInput& in, time_t now) const;
+  void set_priorities(const RoundInput& in, const RoundPlan& planned, time_t now) const;
+  void reshape_pending(const ringsched::Engine& engine, const RoundInput& in, const RoundPlan& planned,
+                       time_t now, RoundStats& stats);
+  // Reshapes one pending job that the plan starts on `target` (or repairs it); counts in stats.
+  void reshape_one(const RingJobRecord& r, const PendingShape& target, const ringsched::RingschedConf& conf,
+                   const std::string& why, time_t now, RoundStats& stats);
+  void request_resizes(const ringsched::Engine& engine, const RoundInput& in, const RoundPlan& planned,
+                       time_t now, RoundStats& stats);
   // Pending job `id`: from `from` to `to`, one field per update, read back; on any failure the
-  // previous shape is put back field by field. Returns "" or what failed.
-  std::string apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to);
+  // previous shape is put back field by field. Returns "" or what failed. `started` is set when
+  // the job started before the first update (an ordinary race, not a failure).
+  std::string apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to, bool* started = nullptr);
   void write_plan(const ringsched::Engine& engine, const ringsched::Snapshot& snap,
                   const ringsched::Plan& plan, const std::map<std::string, RingJobRecord>& ring);
 
@@ -242,7 +290,7 @@ void job_error(uint32_t id, const std::string& what) {
   unlock_slurmctld(job_read);
 }
 
-std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to) {
+std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to, bool* started) {
   // A typed gres request keeps its type (DESIGN 4); only a type given as a feature can change.
   // The request keeps its form either way.
   if (from.by_feature != to.by_feature) return "a typed gres request cannot become a feature constraint, nor back";
@@ -283,6 +331,10 @@ std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, c
   for (; done < steps.size(); ++done) {
     const int rc = apply_step(steps[done].field, to);
     if (rc != SLURM_SUCCESS) {
+      if (done == 0 && rc == ESLURM_JOB_NOT_PENDING && started) {
+        *started = true;  // the scheduler started it since the snapshot: nothing was changed
+        return "";
+      }
       failure = describe(steps[done].field, to) + " failed: " + slurm_strerror(rc);
       break;
     }
@@ -346,239 +398,316 @@ void PlanningThread::run() {
 void PlanningThread::round() {
   std::shared_ptr<ringsched::Engine> engine = engine_.get(reconfig_.exchange(false));
   const time_t now = std::time(nullptr);
-
-  // 1. Snapshot under read locks.
-  std::map<std::string, RingJobRecord> ring;
-  std::vector<PendingRecord> pending;
-  ringsched::Cluster cluster;
-  {
-    slurmctld_lock_t read_lock = {READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
-    lock_slurmctld(read_lock);
-    try {
-      cluster = ringsched::snapshot_cluster();
-      ListIterator it = list_iterator_create(job_list);
-      while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-        const bool is_pending = IS_JOB_PENDING(job);
-        const bool is_running = IS_JOB_RUNNING(job);
-        if (!is_pending && !is_running) continue;
-        ringsched::RingRequest request;
-        std::string bad;
-        const bool is_ring = ringsched::job_ring_request(job, request, bad);
-        if (is_pending) pending.push_back({job->job_id, job->details ? job->details->submit_time : 0});
-        if (!is_ring || !engine) continue;
-        RingJobRecord r;
-        r.id = job->job_id;
-        r.running = is_running;
-        r.request = request;
-        r.shape = ringsched::job_gpu_shape(job);
-        r.submit = job->details ? job->details->submit_time : 0;
-        r.start = job->start_time;
-        r.limit_s = (job->time_limit != NO_VAL && job->time_limit != INFINITE) ? job->time_limit * 60.0 : 0;
-        r.admin_comment = job->admin_comment ? job->admin_comment : "";
-        r.bad_constraints = is_pending && job->state_reason == FAIL_BAD_CONSTRAINTS;
-        ring[std::to_string(job->job_id)] = r;
-      }
-      list_iterator_destroy(it);
-    } catch (...) {
-      unlock_slurmctld(read_lock);
-      throw;
-    }
-    unlock_slurmctld(read_lock);
-  }
-
-  // 2. Plan, no lock held.
-  ringsched::Plan plan;
-  ringsched::Snapshot snap;
-  if (engine) {
-    snap.cluster = cluster;
-    snap.now_s = static_cast<double>(now);
-    for (auto& [id, r] : ring) {
-      if (r.request.types.empty()) r.request.types = cluster.types();
-      if (r.request.min_gpus == 0) {
-        r.request.min_gpus = 1;
-        r.request.max_gpus = std::max(1, r.shape.gpus);
-      }
-      std::string why;
-      if (!engine->prepare_model(r.request.model, r.request.types, why)) continue;
-      ringsched::Job job = engine->make_job(id, r.request, static_cast<double>(r.submit), r.limit_s);
-      job.user = "";
-      if (r.running) {
-        job.state = ringsched::JobState::Running;
-        job.gpus_by_node = r.shape.gpus_by_node;
-        job.current_type = r.shape.type;
-        job.current_gpus = r.shape.gpus;
-        job.last_resize_s = static_cast<double>(r.start);
-        const double speed = engine->model().iters_per_s(r.request.model, r.shape.type,
-                                                          std::max(1, r.shape.gpus));
-        const double done = speed * std::max<double>(0, static_cast<double>(now - r.start));
-        job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
-        job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
-        // GPUs held by ring jobs are the planner's to hand out again.
-        for (auto& node : snap.cluster.nodes) {
-          auto held = r.shape.gpus_by_node.find(node.name);
-          if (held != r.shape.gpus_by_node.end())
-            node.free_gpus = std::min(node.gpus, node.usable() + held->second);
-        }
-      }
-      snap.jobs.push_back(job);
-    }
-    if (!snap.jobs.empty()) plan = engine->planner().plan(snap);
-  }
-
-  // 3. Priorities under the job write lock.
-  std::map<uint32_t, uint32_t> planned;  // ring jobs the plan starts -> priority
-  for (const auto& jp : plan.jobs) {
-    auto r = ring.find(jp.job_id);
-    if (r != ring.end() && !r->second.running && jp.runs)
-      planned[r->second.id] = kPlannedBase - static_cast<uint32_t>(std::min(jp.order, 900000));
-  }
-  {
-    slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
-    lock_slurmctld(job_write);
-    bool changed = false;
-    for (const PendingRecord& p : pending) {
-      job_record_t* job = find_job_record(p.id);
-      if (!job || !IS_JOB_PENDING(job)) continue;
-      if (job->priority == 0 || job->direct_set_prio) continue;  // held, or set by an admin
-      auto it = planned.find(p.id);
-      const uint32_t prio = it != planned.end() ? it->second : age_priority(p.submit, now);
-      if (job->priority != prio) {
-        job->priority = prio;
-        changed = true;
-      }
-    }
-    if (changed) last_job_update = now;
-    unlock_slurmctld(job_write);
-    if (changed) queue_job_scheduler();
-  }
+  RoundInput in = snapshot(engine != nullptr);
+  // Step 0 needs no configuration: a job held for its resize is released even while neutral.
+  apply_handovers(in, now);
+  RoundPlan planned;
+  if (engine) planned = plan(*engine, in, now);
+  set_priorities(in, planned, now);
   if (!engine) return;
-
-  // 4. Shapes of pending ring jobs and resize requests of running ones, through Slurm's update
-  //    RPC (no lock held: slurmctld takes its own).
-  const ringsched::RingschedConf& conf = engine->conf();
   RoundStats stats;
-  stats.ring = static_cast<int>(ring.size());
-  std::map<std::string, const ringsched::JobPlan*> plan_of;
-  for (const auto& jp : plan.jobs) plan_of[jp.job_id] = &jp;
-  for (const auto& [id, r] : ring) {
-    if (r.running) continue;
-    ++stats.pending;
-    const PendingShape current = pending_shape(r.shape);
-    ReshapeMemory* memory = reshaped_.count(r.id) ? &reshaped_[r.id] : nullptr;
-    // The planned shape, when the plan starts the job on one type (a typed gres cannot span types).
-    PendingShape target;
-    auto p = plan_of.find(id);
-    if (p != plan_of.end() && p->second->runs && p->second->gpus > 0) {
-      const auto [type, gpus] = engine->single_type(*p->second, r.request.types, r.request.model, snap.cluster);
-      const ringsched::NodeSpread spread = ringsched::spread_gpus(snap.cluster, type, gpus);
-      if (!type.empty() && spread.nodes > 0)
-        target = PendingShape{type, spread.per_node, spread.nodes, current.by_feature};
-    }
-    if (r.bad_constraints && memory && memory->repair_failed && now - memory->last < conf.reshape_interval_s) {
-      ++stats.kept_interval;
-      continue;
-    }
-    if (r.bad_constraints && memory) {
-      // We reshaped it and Slurm now finds it never runnable: give it a shape that exists (the
-      // plan's, else the last one we applied). Any successful update makes Slurm re-evaluate
-      // the job and give it a priority again.
-      PendingShape repair = target.nodes > 0 && (target.type == current.type || current.by_feature)
-                                ? target
-                                : memory->shape;
-      std::string failure;
-      if (repair == current) {
-        const int rc = update_num_nodes(r.id, current.nodes);
-        if (rc != SLURM_SUCCESS) failure = std::string("NumNodes update failed: ") + slurm_strerror(rc);
-      } else {
-        failure = apply_shape(r.id, current, repair);
-      }
-      if (failure.empty()) {
-        ++stats.repaired;
-        memory->last = now;
-        memory->shape = repair;
-        memory->repair_failed = false;
-        info("priority/ringsched: JobId=%u was BadConstraints after our reshape; now %s", r.id,
-             repair.str().c_str());
-      } else {
-        ++stats.failed;
-        memory->last = now;
-        memory->repair_failed = true;
-        job_error(r.id, "repairing BadConstraints to " + repair.str() + ": " + failure);
-      }
-      continue;
-    }
-    if (target.nodes == 0 || target == current) continue;
-    if (current.type.empty()) continue;  // untyped requests stay untyped (DESIGN 4)
-    // ringrun(1) requeued it at the size we asked for: the wrapper owns that shape for a while.
-    const time_t resize_at = resize_requested_at(r.admin_comment);
-    if (resize_at > 0 && now - resize_at < conf.resize_hold_s) {
-      ++stats.kept_wrapper;
-      continue;
-    }
-    if (memory && now - memory->last < conf.reshape_interval_s) {
-      ++stats.kept_interval;
-      continue;
-    }
-    if (target.type != current.type && !current.by_feature) {
-      // Slurm 22.05 cannot change the type of a pending typed GPU request: the update keeps the
-      // old type's gres entry next to the new one, so the job asks for both and is never
-      // runnable (BadConstraints, priority 0; checked on the test cluster). Such a job keeps its
-      // type; only its count and node count follow the plan.
-      ++stats.kept_type;
-      continue;
-    }
-    const std::string failure = apply_shape(r.id, current, target);
-    reshaped_[r.id] = ReshapeMemory{now, failure.empty() ? target : current};
-    if (!failure.empty()) {
-      ++stats.failed;
-      job_error(r.id, "reshaping " + current.str() + " -> " + target.str() + " failed, previous shape kept: " + failure);
-      continue;
-    }
-    ++stats.reshaped;
-    debug("priority/ringsched: JobId=%u reshaped %s -> %s (%s)", r.id, current.str().c_str(),
-          target.str().c_str(), plan_of[id]->reason.c_str());
-  }
-  for (const auto& jp : plan.jobs) {
-    auto it = ring.find(jp.job_id);
-    if (it == ring.end() || !jp.runs || jp.gpus <= 0) continue;
-    const RingJobRecord& r = it->second;
-    if (!r.running) continue;
-    const auto [type, gpus] = engine->single_type(jp, r.request.types, r.request.model, snap.cluster);
-    if (type.empty()) continue;
-    // A job with a typed gres request keeps its type when requeued (see above).
-    if (type != r.shape.type && !r.shape.type_by_feature) continue;
-    if (jp.resize && conf.resize_running && r.request.is_elastic()) {
-      // ringrun(1) reads "ringsched:resize=N" from AdminComment when SIGUSR2 nudges it.
-      const std::string request = "ringsched:resize=" + std::to_string(gpus) + ",type=" + type;
-      if (signalled_[r.id] == request && r.admin_comment.find(request) == 0) continue;
-      job_desc_msg_t desc;
-      slurm_init_job_desc_msg(&desc);
-      desc.job_id = r.id;
-      const std::string comment = request + ",at=" + std::to_string(static_cast<long>(now));
-      desc.admin_comment = const_cast<char*>(comment.c_str());
-      if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-        job_error(r.id, std::string("recording resize failed: ") + slurm_strerror(slurm_get_errno()));
-        continue;
-      }
-      signalled_[r.id] = request;
-      ++stats.resizes;
-      if (slurm_kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
-        job_error(r.id, std::string("resize signal failed: ") + slurm_strerror(slurm_get_errno()));
-      info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested (%s)", r.id, r.shape.gpus,
-           r.shape.type.c_str(), gpus, type.c_str(), jp.reason.c_str());
-    }
-  }
+  stats.ring = static_cast<int>(in.ring.size());
+  reshape_pending(*engine, in, planned, now, stats);
+  request_resizes(*engine, in, planned, now, stats);
   for (auto it = reshaped_.begin(); it != reshaped_.end();)
-    it = ring.count(std::to_string(it->first)) ? std::next(it) : reshaped_.erase(it);
+    it = in.ring.count(std::to_string(it->first)) ? std::next(it) : reshaped_.erase(it);
+  for (auto it = signalled_.begin(); it != signalled_.end();)
+    it = in.ring.count(std::to_string(it->first)) ? std::next(it) : signalled_.erase(it);
   debug("priority/ringsched: round: %d ring jobs (%d pending): %d reshaped, %d repaired, %d failed; "
         "kept %d (interval) %d (plan on another type) %d (ringrun's resize); %d resize requests",
         stats.ring, stats.pending, stats.reshaped, stats.repaired, stats.failed, stats.kept_interval,
         stats.kept_type, stats.kept_wrapper, stats.resizes);
-  for (auto it = signalled_.begin(); it != signalled_.end();)
-    it = ring.count(std::to_string(it->first)) ? std::next(it) : signalled_.erase(it);
+  write_plan(*engine, planned.snap, planned.plan, in.ring);
+}
 
-  // 5. The plan, for ringsched(8).
-  write_plan(*engine, snap, plan, ring);
+// 1. Snapshot under read locks.
+RoundInput PlanningThread::snapshot(bool with_engine) const {
+  RoundInput in;
+  slurmctld_lock_t read_lock = {READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+  lock_slurmctld(read_lock);
+  try {
+    in.cluster = ringsched::snapshot_cluster();
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+      const bool is_pending = IS_JOB_PENDING(job);
+      const bool is_running = IS_JOB_RUNNING(job);
+      if (!is_pending && !is_running) continue;
+      const ringsched::PlannerNote note = ringsched::PlannerNote::parse(job->admin_comment ? job->admin_comment : "");
+      const bool handover = is_pending && is_handover(job, note);
+      if (handover) in.handovers.push_back({job->job_id, ringsched::job_gpu_shape(job), note});
+      ringsched::RingRequest request;
+      std::string bad;
+      const bool is_ring = ringsched::job_ring_request(job, request, bad);
+      if (is_pending) in.pending.push_back({job->job_id, job->details ? job->details->submit_time : 0});
+      if (!is_ring || !with_engine) continue;
+      RingJobRecord r;
+      r.id = job->job_id;
+      r.running = is_running;
+      r.request = request;
+      r.shape = ringsched::job_gpu_shape(job);
+      r.submit = job->details ? job->details->submit_time : 0;
+      r.start = job->start_time;
+      r.limit_s = (job->time_limit != NO_VAL && job->time_limit != INFINITE) ? job->time_limit * 60.0 : 0;
+      r.admin_comment = job->admin_comment ? job->admin_comment : "";
+      r.note = note;
+      r.wrapper = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
+      r.bad_constraints = is_pending && job->state_reason == FAIL_BAD_CONSTRAINTS;
+      r.handed_over = handover;
+      in.ring[std::to_string(job->job_id)] = r;
+    }
+    list_iterator_destroy(it);
+  } catch (...) {
+    unlock_slurmctld(read_lock);
+    throw;
+  }
+  unlock_slurmctld(read_lock);
+  return in;
+}
+
+// 0. Resizes that ringrun has checkpointed and requeued (held) for: the shape this thread
+//    recorded in AdminComment, as SlurmUser, then release. On failure the job keeps its shape and
+//    is released all the same: it restarts from its checkpoint at the old size.
+void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
+  for (const Handover& h : in.handovers) {
+    const PendingShape current = pending_shape(h.shape);
+    const std::string type = h.note.type.empty() ? current.type : h.note.type;
+    const ringsched::NodeSpread spread = ringsched::spread_gpus(in.cluster, type, h.note.gpus);
+    const PendingShape target{type, spread.per_node, spread.nodes, current.by_feature};
+    std::string failure;
+    if (spread.nodes == 0)
+      failure = "no node layout gives " + std::to_string(h.note.gpus) + " GPUs of type " + (type.empty() ? "?" : type);
+    else if (!(target == current))
+      failure = apply_shape(h.id, current, target);
+    const PendingShape& now_shape = failure.empty() ? target : current;
+    ringsched::PlannerNote done = h.note.resized();
+    done.gpus = now_shape.gpus();
+    done.type = now_shape.type;
+    // The note first: the next round must not apply it again, whatever happens to the release.
+    job_desc_msg_t note;
+    slurm_init_job_desc_msg(&note);
+    note.job_id = h.id;
+    const std::string text = done.str();
+    note.admin_comment = const_cast<char*>(text.c_str());
+    int rc = slurm_update_job(&note) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+    if (rc == SLURM_SUCCESS) {
+      job_desc_msg_t release;
+      slurm_init_job_desc_msg(&release);
+      release.job_id = h.id;
+      release.priority = INFINITE;  // what "scontrol release" sends
+      rc = slurm_update_job(&release) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+    }
+    if (rc != SLURM_SUCCESS)
+      job_error(h.id, std::string("releasing the job after its resize failed: ") + slurm_strerror(rc));
+    if (!failure.empty())
+      job_error(h.id, "resize to " + target.str() + " failed, released at " + current.str() + ": " + failure);
+    else
+      info("priority/ringsched: JobId=%u resized %s -> %s after ringrun's checkpoint (decided %lld s ago); "
+           "released", h.id, current.str().c_str(), target.str().c_str(),
+           static_cast<long long>(now - static_cast<time_t>(h.note.at)));
+  }
+}
+
+// 2. Plan, no lock held.
+RoundPlan PlanningThread::plan(ringsched::Engine& engine, RoundInput& in, time_t now) const {
+  RoundPlan out;
+  ringsched::Snapshot& snap = out.snap;
+  snap.cluster = in.cluster;
+  snap.now_s = static_cast<double>(now);
+  for (auto& [id, r] : in.ring) {
+    if (r.request.types.empty()) r.request.types = in.cluster.types();
+    if (r.request.min_gpus == 0) {
+      r.request.min_gpus = 1;
+      r.request.max_gpus = std::max(1, r.shape.gpus);
+    }
+    std::string why;
+    if (!engine.prepare_model(r.request.model, r.request.types, why)) continue;
+    ringsched::Job job = engine.make_job(id, r.request, static_cast<double>(r.submit), r.limit_s);
+    job.user = "";
+    if (r.running) {
+      job.state = ringsched::JobState::Running;
+      job.gpus_by_node = r.shape.gpus_by_node;
+      job.current_type = r.shape.type;
+      job.current_gpus = r.shape.gpus;
+      job.last_resize_s = static_cast<double>(r.last_resize());
+      const double speed = engine.model().iters_per_s(r.request.model, r.shape.type, std::max(1, r.shape.gpus));
+      const double done = speed * std::max<double>(0, static_cast<double>(now - r.start));
+      job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
+      job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
+      // GPUs held by ring jobs are the planner's to hand out again.
+      for (auto& node : snap.cluster.nodes) {
+        auto held = r.shape.gpus_by_node.find(node.name);
+        if (held != r.shape.gpus_by_node.end()) node.free_gpus = std::min(node.gpus, node.usable() + held->second);
+      }
+    }
+    snap.jobs.push_back(job);
+  }
+  if (!snap.jobs.empty()) out.plan = engine.planner().plan(snap);
+  for (const auto& jp : out.plan.jobs) out.by_job[jp.job_id] = &jp;
+  return out;
+}
+
+// 3. Priorities under the job write lock: ring jobs the plan starts first, in plan order; every
+//    other pending job by age.
+void PlanningThread::set_priorities(const RoundInput& in, const RoundPlan& planned, time_t now) const {
+  std::map<uint32_t, uint32_t> prio_of;
+  for (const auto& jp : planned.plan.jobs) {
+    auto r = in.ring.find(jp.job_id);
+    if (r != in.ring.end() && !r->second.running && jp.runs)
+      prio_of[r->second.id] = kPlannedBase - static_cast<uint32_t>(std::min(jp.order, 900000));
+  }
+  slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  lock_slurmctld(job_write);
+  bool changed = false;
+  for (const PendingRecord& p : in.pending) {
+    job_record_t* job = find_job_record(p.id);
+    if (!job || !IS_JOB_PENDING(job)) continue;
+    if (job->priority == 0 || job->direct_set_prio) continue;  // held, or set by an admin
+    auto it = prio_of.find(p.id);
+    const uint32_t prio = it != prio_of.end() ? it->second : age_priority(p.submit, now);
+    if (job->priority != prio) {
+      job->priority = prio;
+      changed = true;
+    }
+  }
+  if (changed) last_job_update = now;
+  unlock_slurmctld(job_write);
+  if (changed) queue_job_scheduler();
+}
+
+// 4a. Pending ring jobs take the shape the plan starts them with (at most once per
+//     ReshapeInterval); a job we reshaped into BadConstraints is repaired.
+void PlanningThread::reshape_pending(const ringsched::Engine& engine, const RoundInput& in,
+                                     const RoundPlan& planned, time_t now, RoundStats& stats) {
+  for (const auto& [id, r] : in.ring) {
+    if (r.running || r.handed_over) continue;  // step 0 has dealt with a handed-over job
+    ++stats.pending;
+    const PendingShape current = pending_shape(r.shape);
+    // The planned shape, when the plan starts the job on one type (a typed gres cannot span types).
+    PendingShape target;
+    std::string why;
+    auto p = planned.by_job.find(id);
+    if (p != planned.by_job.end() && p->second->runs && p->second->gpus > 0) {
+      const auto [type, gpus] = engine.single_type(*p->second, r.request.types, r.request.model, planned.snap.cluster);
+      const ringsched::NodeSpread spread = ringsched::spread_gpus(planned.snap.cluster, type, gpus);
+      if (!type.empty() && spread.nodes > 0) target = PendingShape{type, spread.per_node, spread.nodes, current.by_feature};
+      why = p->second->reason;
+    }
+    reshape_one(r, target, engine.conf(), why, now, stats);
+  }
+}
+
+void PlanningThread::reshape_one(const RingJobRecord& r, const PendingShape& target,
+                                 const ringsched::RingschedConf& conf, const std::string& why, time_t now,
+                                 RoundStats& stats) {
+  const PendingShape current = pending_shape(r.shape);
+  ReshapeMemory* memory = reshaped_.count(r.id) ? &reshaped_[r.id] : nullptr;
+  if (r.bad_constraints && memory && memory->repair_failed && now - memory->last < conf.reshape_interval_s) {
+    ++stats.kept_interval;
+    return;
+  }
+  if (r.bad_constraints && memory) {
+    // We reshaped it and Slurm now finds it never runnable: give it a shape that exists (the
+    // plan's, else the last one we applied). Any successful update makes Slurm re-evaluate the
+    // job and give it a priority again.
+    const PendingShape repair =
+        target.nodes > 0 && (target.type == current.type || current.by_feature) ? target : memory->shape;
+    std::string failure;
+    if (repair == current) {
+      const int rc = update_num_nodes(r.id, current.nodes);
+      if (rc != SLURM_SUCCESS) failure = std::string("NumNodes update failed: ") + slurm_strerror(rc);
+    } else {
+      failure = apply_shape(r.id, current, repair);
+    }
+    memory->last = now;
+    memory->repair_failed = !failure.empty();
+    if (failure.empty()) {
+      ++stats.repaired;
+      memory->shape = repair;
+      info("priority/ringsched: JobId=%u was BadConstraints after our reshape; now %s", r.id, repair.str().c_str());
+    } else {
+      ++stats.failed;
+      job_error(r.id, "repairing BadConstraints to " + repair.str() + ": " + failure);
+    }
+    return;
+  }
+  if (target.nodes == 0 || target == current) return;
+  if (current.type.empty()) return;  // untyped requests stay untyped (DESIGN 4)
+  // A job requeued at the size the planner decided (step 0) keeps it for ResizeHold.
+  const bool resized = r.note.kind == ringsched::PlannerNote::Kind::Resized ||
+                       r.note.kind == ringsched::PlannerNote::Kind::Resize;
+  if (resized && r.note.at > 0 && now - static_cast<time_t>(r.note.at) < conf.resize_hold_s) {
+    ++stats.kept_wrapper;
+    return;
+  }
+  if (memory && now - memory->last < conf.reshape_interval_s) {
+    ++stats.kept_interval;
+    return;
+  }
+  if (target.type != current.type && !current.by_feature) {
+    // Slurm 22.05 cannot change the type of a pending typed GPU request: the update keeps the old
+    // type's gres entry next to the new one, so the job asks for both and is never runnable
+    // (BadConstraints, priority 0; checked on the test cluster). Such a job keeps its type; only
+    // its count and node count follow the plan.
+    ++stats.kept_type;
+    return;
+  }
+  bool started = false;
+  const std::string failure = apply_shape(r.id, current, target, &started);
+  if (started) {
+    debug("priority/ringsched: JobId=%u started before its reshape to %s", r.id, target.str().c_str());
+    return;
+  }
+  reshaped_[r.id] = ReshapeMemory{now, failure.empty() ? target : current};
+  if (!failure.empty()) {
+    ++stats.failed;
+    job_error(r.id, "reshaping " + current.str() + " -> " + target.str() + " failed, previous shape kept: " + failure);
+    return;
+  }
+  ++stats.reshaped;
+  debug("priority/ringsched: JobId=%u reshaped %s -> %s (%s)", r.id, current.str().c_str(), target.str().c_str(),
+        why.c_str());
+}
+
+// 4b. Running elastic jobs the plan resizes: the request goes into AdminComment; SIGUSR2 nudges
+//     ringrun when its note says the signal reaches it (else it reads the note within seconds).
+void PlanningThread::request_resizes(const ringsched::Engine& engine, const RoundInput& in,
+                                     const RoundPlan& planned, time_t now, RoundStats& stats) {
+  const ringsched::RingschedConf& conf = engine.conf();
+  for (const auto& jp : planned.plan.jobs) {
+    auto it = in.ring.find(jp.job_id);
+    if (it == in.ring.end() || !jp.runs || jp.gpus <= 0) continue;
+    const RingJobRecord& r = it->second;
+    if (!r.running || !jp.resize || !conf.resize_running || !r.request.is_elastic()) continue;
+    const auto [type, gpus] = engine.single_type(jp, r.request.types, r.request.model, planned.snap.cluster);
+    if (type.empty()) continue;
+    // A job with a typed gres request keeps its type when requeued (see reshape_one).
+    if (type != r.shape.type && !r.shape.type_by_feature) continue;
+    const ringsched::PlannerNote request = ringsched::PlannerNote::resize(gpus, type, now);
+    // The same request is not sent again while it stands.
+    const std::string key = std::to_string(gpus) + "," + type;
+    if (signalled_[r.id] == key && r.note.is_request() && r.note.gpus == gpus && r.note.type == type) continue;
+    job_desc_msg_t desc;
+    slurm_init_job_desc_msg(&desc);
+    desc.job_id = r.id;
+    const std::string comment = request.str();
+    desc.admin_comment = const_cast<char*>(comment.c_str());
+    if (slurm_update_job(&desc) != SLURM_SUCCESS) {
+      const int rc = slurm_get_errno();
+      // The job ended or was requeued since the snapshot: an ordinary race.
+      if (rc == ESLURM_INVALID_JOB_ID || rc == ESLURM_ALREADY_DONE || rc == ESLURM_JOB_PENDING)
+        debug("priority/ringsched: JobId=%u: no longer running; resize not requested", r.id);
+      else
+        job_error(r.id, std::string("recording resize failed: ") + slurm_strerror(rc));
+      continue;
+    }
+    signalled_[r.id] = key;
+    ++stats.resizes;
+    const bool nudge = r.wrapper.state == ringsched::WrapperNote::State::Ready && r.wrapper.signal;
+    if (nudge && slurm_kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
+      debug("priority/ringsched: JobId=%u: resize signal not delivered: %s", r.id, slurm_strerror(slurm_get_errno()));
+    info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested%s (%s)", r.id, r.shape.gpus,
+         r.shape.type.c_str(), gpus, type.c_str(), nudge ? ", SIGUSR2 sent" : "", jp.reason.c_str());
+  }
 }
 
 void PlanningThread::write_plan(const ringsched::Engine& engine, const ringsched::Snapshot& snap,
