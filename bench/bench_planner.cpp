@@ -1,16 +1,21 @@
-// Decision cost of one planning pass as clusters and job counts grow (issue 2, point 7).
-// Clusters of 64, 1,000 and 10,000 GPUs with 3 to 5 GPU types; 100, 1,000 and 2,000 jobs.
+// Decision cost of one planning pass as clusters and job counts grow (issue 2, point 7; issue 15,
+// point 3). Clusters of 64, 1,000 and 10,000 GPUs with 3 to 5 GPU types, nodes of 1, 2, 4 and 8
+// GPUs mixed as on real sites (--nodes uniform: 4 per node below 1,000 GPUs, else 8); 100, 1,000
+// and 2,000 jobs. --cluster FILE times a site's own layout (ringsim's cluster CSV) instead; its
+// types without a profile get the v100 curves.
 // Speeds come from the real Gavel table (k80, p100, v100); the extra types t4 and a100 used for
 // the 4- and 5-type clusters are the v100 curves scaled by a fixed factor (synthetic, only so
 // that the planner sees more types; this program measures time, not schedule quality).
 // Each cell: a first pass places every job from scratch, then half the jobs are made running on
 // the GPUs the plan gave them, and the timed passes plan that steady state (medians printed).
+// Wall and CPU milliseconds both: on a shared machine the wall time includes waiting for a core.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,15 +34,19 @@ struct Options {
   std::string policy = "combined";
   int samples = -1;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
+  std::string cluster;  // a cluster CSV instead of the generated clusters
+  bool mixed_nodes = true;
 };
 
 void usage() {
   std::printf(
       "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
       "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
-      "                     [--profiles FILE]\n"
-      "Prints milliseconds per planning pass for each (cluster size, job count) and the growth\n"
-      "between sizes. Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined policy.\n");
+      "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
+      "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count) and\n"
+      "the growth between sizes. Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined\n"
+      "policy, nodes of 1, 2, 4 and 8 GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus\n"
+      "rows, as ringsim reads them) instead of --gpus; types without a profile run as v100.\n");
 }
 
 std::vector<int> parse_list(const char* s) {
@@ -55,18 +64,27 @@ std::vector<int> parse_list(const char* s) {
   return out;
 }
 
-Cluster make_cluster(int gpus, int types, const std::vector<std::string>& type_names) {
+// `gpus` GPUs of `types` types. Mixed: node sizes cycle 8, 8, 4, 4, 2, 1 (the shape of a real
+// 6,212-GPU site with nodes of 1 to 8 GPUs), the last node taking what is left.
+Cluster make_cluster(int gpus, int types, const std::vector<std::string>& type_names, bool mixed) {
   Cluster c;
-  int per_node = gpus >= 1000 ? 8 : 4;
-  int nodes = std::max(types, gpus / per_node);
-  for (int i = 0; i < nodes; ++i) {
+  static const int kCycle[] = {8, 8, 4, 4, 2, 1};
+  int uniform = gpus >= 1000 ? 8 : 4;
+  for (int i = 0, left = gpus; left > 0 || i < types; ++i) {
     Node n;
     n.gpu_type = type_names[i % types];
     n.name = n.gpu_type + "-" + std::to_string(i);
-    n.gpus = per_node;
+    n.gpus = std::max(1, std::min(left, mixed ? kCycle[(i / types) % 6] : uniform));
+    left -= n.gpus;
     c.nodes.push_back(n);
   }
   return c;
+}
+
+double cpu_ms() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 double median(std::vector<double> v) {
@@ -104,6 +122,15 @@ int main(int argc, char** argv) {
       o.samples = std::atoi(next());
     } else if (a == "--profiles") {
       o.profiles = next();
+    } else if (a == "--cluster") {
+      o.cluster = next();
+    } else if (a == "--nodes") {
+      std::string v = next();
+      if (v != "mixed" && v != "uniform") {
+        std::fprintf(stderr, "bench_planner: --nodes takes mixed or uniform, not %s\n", v.c_str());
+        return 2;
+      }
+      o.mixed_nodes = v == "mixed";
     } else {
       std::fprintf(stderr, "bench_planner: unknown option %s\n", a.c_str());
       usage();
@@ -123,8 +150,23 @@ int main(int argc, char** argv) {
           q.iters_per_s *= factor;
           table.add(q);
         }
+    std::vector<std::string> type_names = {"v100", "p100", "k80", "t4", "a100"};
+    Cluster site;
+    if (!o.cluster.empty()) {
+      site = Cluster::load_csv(o.cluster);
+      o.gpus = {site.total_gpus()};
+      type_names = site.types();
+      std::vector<std::string> profiled = table.types();
+      for (const std::string& t : type_names)
+        if (std::find(profiled.begin(), profiled.end(), t) == profiled.end())
+          for (const ProfilePoint& p : base)
+            if (p.gpu_type == "v100") {
+              ProfilePoint q = p;
+              q.gpu_type = t;
+              table.add(q);
+            }
+    }
     std::vector<std::string> models = table.models();
-    const std::vector<std::string> type_names = {"v100", "p100", "k80", "t4", "a100"};
 
     PlannerConfig cfg;
     cfg.policy = parse_policy(o.policy);
@@ -132,17 +174,20 @@ int main(int argc, char** argv) {
     if (o.samples >= 0) cfg.samples = o.samples;
     Planner planner(ThroughputModel(table), cfg);
 
-    std::printf("# planner decision cost: policy %s, K=%d samples, median of %d passes\n",
-                o.policy.c_str(), cfg.samples, o.repeats);
-    std::printf("%8s %6s %6s %12s %12s %10s %8s\n", "gpus", "types", "jobs", "first_ms",
-                "steady_ms", "running", "waiting");
+    std::printf("# planner decision cost: policy %s, K=%d samples, median of %d passes, %s\n",
+                o.policy.c_str(), cfg.samples, o.repeats,
+                !o.cluster.empty() ? o.cluster.c_str()
+                                   : o.mixed_nodes ? "nodes of 1-8 GPUs" : "uniform nodes");
+    std::printf("%8s %6s %6s %6s %10s %10s %10s %10s %8s %8s\n", "gpus", "nodes", "types", "jobs",
+                "first_ms", "first_cpu", "steady_ms", "steady_cpu", "running", "waiting");
     std::vector<std::vector<double>> table_ms(o.gpus.size(), std::vector<double>(o.jobs.size()));
     for (size_t gi = 0; gi < o.gpus.size(); ++gi) {
-      int types = o.gpus[gi] >= 10000 ? 5 : o.gpus[gi] >= 1000 ? 4 : 3;
+      int types = !o.cluster.empty() ? static_cast<int>(type_names.size())
+                  : o.gpus[gi] >= 10000 ? 5 : o.gpus[gi] >= 1000 ? 4 : 3;
       for (size_t ji = 0; ji < o.jobs.size(); ++ji) {
         std::mt19937 rng(o.seed + 7919u * gi + 104729u * ji);
         Snapshot snap;
-        snap.cluster = make_cluster(o.gpus[gi], types, type_names);
+        snap.cluster = !o.cluster.empty() ? site : make_cluster(o.gpus[gi], types, type_names, o.mixed_nodes);
         snap.now_s = 100000;
         std::uniform_int_distribution<size_t> pick(0, models.size() - 1);
         std::uniform_real_distribution<double> iters(1e3, 1e6);
@@ -162,7 +207,9 @@ int main(int argc, char** argv) {
           snap.jobs.push_back(j);
         }
         auto t0 = std::chrono::steady_clock::now();
+        double c0 = cpu_ms();
         Plan first = planner.plan(snap);
+        double first_cpu = cpu_ms() - c0;
         double first_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         // Steady state: every other planned job is now running where the plan put it.
@@ -179,23 +226,26 @@ int main(int argc, char** argv) {
           ++running;
         }
         snap.now_s += 60;
-        std::vector<double> ms;
+        std::vector<double> ms, cpu;
         int waiting = 0;
         for (int r = 0; r < o.repeats; ++r) {
           auto t1 = std::chrono::steady_clock::now();
+          double c1 = cpu_ms();
           Plan p = planner.plan(snap);
+          cpu.push_back(cpu_ms() - c1);
           ms.push_back(
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
           if (r == 0)
             for (const JobPlan& jp : p.jobs) waiting += !jp.runs;
         }
-        table_ms[gi][ji] = median(ms);
-        std::printf("%8d %6d %6d %12.2f %12.2f %10d %8d\n", snap.cluster.total_gpus(), types,
-                    o.jobs[ji], first_ms, table_ms[gi][ji], running, waiting);
+        table_ms[gi][ji] = median(cpu);
+        std::printf("%8d %6zu %6d %6d %10.2f %10.2f %10.2f %10.2f %8d %8d\n",
+                    snap.cluster.total_gpus(), snap.cluster.nodes.size(), types, o.jobs[ji], first_ms,
+                    first_cpu, median(ms), table_ms[gi][ji], running, waiting);
         std::fflush(stdout);
       }
     }
-    std::printf("# growth of steady-state time (ratio to the previous size)\n");
+    std::printf("# growth of steady-state CPU time (ratio to the previous size)\n");
     for (size_t ji = 0; ji < o.jobs.size(); ++ji)
       for (size_t gi = 1; gi < o.gpus.size(); ++gi)
         std::printf("#   %d jobs: %d -> %d GPUs (x%.1f): time x%.2f\n", o.jobs[ji], o.gpus[gi - 1],
