@@ -89,7 +89,14 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, args.steps // 2), gamma=0.5)
     sampler = rt.GlobalBatchSampler(len(ytr), args.global_batch, seed=args.seed, micro_batch=args.micro_batch)
-    state = rt.ElasticState(model, opt, sched, sampler, checkpoint_every=args.ckpt_every,
+    log = open(args.loss_log, "a") if rank == 0 and args.loss_log else None
+
+    def log_step(step, mean_loss, world):
+        if log:
+            log.write("%d %.9g %d\n" % (step, mean_loss, world))
+            log.flush()
+
+    state = rt.ElasticState(model, opt, sched, sampler, checkpoint_every=args.ckpt_every, on_step=log_step,
                             fingerprint={"lr": args.lr, "momentum": args.momentum, "seed": args.seed,
                                          "spb": args.spb, "steps": args.steps})
     if args.ignore_stop:
@@ -98,7 +105,6 @@ def main():
 
     spb = rt.StructuredPartialBackprop(model.blocks, shallow=2) if args.spb else None
     ddp = None if spb else DistributedDataParallel(model)
-    log = open(args.loss_log, "a") if rank == 0 and args.loss_log else None
     if rank == 0:
         print("train_digits: world %d, backend %s, global batch %d, steps %d..%d%s" % (
             world, args.backend, args.global_batch, state.step, args.steps, ", SPB" if spb else ""), flush=True)
@@ -126,10 +132,7 @@ def main():
         step_times.append(time.monotonic() - t0)
         if args.pace > step_times[-1]:
             time.sleep(args.pace - step_times[-1])
-        mean_loss = state.step_done(loss_sum)
-        if log:
-            log.write("%d %.9g %d\n" % (step, mean_loss, world))
-            log.flush()
+        state.step_done(loss_sum)  # logs through log_step; on ringrun's stop: checkpoint, exit 75
     state.finish()
 
     if rank == 0:

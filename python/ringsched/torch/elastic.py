@@ -11,9 +11,10 @@ goes on with the same global batch: GlobalBatchSampler splits each step's batch 
 rank, and a loss summed over the rank's samples and multiplied by ``loss_scale`` makes the
 averaged gradient the mean over the global batch at every world size.
 """
-import io
+import json
 import os
 import random
+import struct
 import signal
 import sys
 import time
@@ -128,7 +129,7 @@ class ElasticState:
     """
 
     def __init__(self, model, optimizer, scheduler=None, sampler=None, *, ckpt_dir=None, checkpoint_every=0,
-                 fingerprint=None, log=None):
+                 fingerprint=None, on_step=None, log=None):
         self.model = model.module if hasattr(model, "module") else model
         self.optimizer = optimizer
         self.scheduler = scheduler
@@ -136,6 +137,7 @@ class ElasticState:
         self.ckpt_dir = ckpt_dir or os.environ.get("RINGRUN_CKPT_DIR") or "ringrun-local"
         self.checkpoint_every = int(checkpoint_every)
         self.fingerprint = dict(fingerprint or {})
+        self.on_step = on_step  # called (step, mean loss, world) after each step, a stopping one too
         self.step = 0
         self.restored_from = None
         self.last_loss = None
@@ -178,7 +180,7 @@ class ElasticState:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
             "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-            "rng": {"torch": torch.get_rng_state(), "python": _python_rng_state()},
+            "rng": {"torch": torch.get_rng_state(), "python": random.getstate()},
         }
 
     def _apply(self, state, path):
@@ -194,7 +196,7 @@ class ElasticState:
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"]["torch"])
-        random.setstate(_python_rng_from(state["rng"]["python"]))
+        random.setstate(state["rng"]["python"])
         self.step = int(state["step"])
 
     # --- restore ---
@@ -210,7 +212,7 @@ class ElasticState:
         for path in files:
             try:
                 step, payload = _ringrt.checkpoint_read(self.ckpt_dir, path)
-                state = torch.load(io.BytesIO(payload), weights_only=True)
+                state = _decode(payload, path)
                 if int(state.get("step", -1)) != step:
                     raise CheckpointError("checkpoint %s: step in payload differs from the header" % path)
                 self._apply(state, path)
@@ -241,9 +243,7 @@ class ElasticState:
         rank, world = _world()
         path = None
         if rank == 0:
-            buf = io.BytesIO()
-            torch.save(self.state_dict(), buf)
-            path = _ringrt.checkpoint_write(self.ckpt_dir, self.step, buf.getvalue())
+            path = _ringrt.checkpoint_write(self.ckpt_dir, self.step, _encode(self.state_dict()))
             self._log("ringsched.torch: checkpoint step %d -> %s" % (self.step, path))
         if world > 1:
             dist.barrier()
@@ -276,6 +276,8 @@ class ElasticState:
         if world > 1:
             dist.all_reduce(ctl)
         self.last_loss = ctl[0].item() / world
+        if self.on_step is not None:
+            self.on_step(self.step - 1, self.last_loss, world)
         if ctl[1].item() > 0:
             self.save()
             self._report_timing()
@@ -311,11 +313,79 @@ class ElasticState:
         return self._measured_steps, self._measured_s
 
 
-def _python_rng_state():
-    version, internal, gauss = random.getstate()
-    return [version, torch.tensor(internal, dtype=torch.int64), gauss]
+# --- the payload: no pickle -------------------------------------------------------------------
+# A checkpoint's payload is an 8-byte little-endian header length, a JSON header (the state's
+# tree, each tensor replaced by its index, and each tensor's dtype, shape and byte range) and the
+# tensors' bytes. Nothing in it can name code to run, so a checkpoint is data only, whoever wrote
+# it (ringrun authenticates it besides). torch.load would unpickle, and torch 1.13's weights-only
+# loader cannot read the floats that optimizer and scheduler states hold.
+_DTYPES = {str(d).replace("torch.", ""): d for d in (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
+    torch.int32, torch.int64, torch.bool)}
 
 
-def _python_rng_from(saved):
-    version, internal, gauss = saved
-    return (version, tuple(int(x) for x in internal.tolist()), gauss)
+def _encode(state):
+    tensors = []
+
+    def tree(x):
+        if torch.is_tensor(x):
+            tensors.append(x.detach().cpu().contiguous())
+            return {"t": len(tensors) - 1}
+        if isinstance(x, dict):
+            return {"d": [[tree(k), tree(v)] for k, v in x.items()]}
+        if isinstance(x, (list, tuple)):
+            return {"l" if isinstance(x, list) else "u": [tree(v) for v in x]}
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return {"v": x}
+        raise TypeError("ElasticState cannot checkpoint a %s (tensors, dicts, lists, tuples, numbers, strings)"
+                        % type(x).__name__)
+
+    root = tree(state)
+    meta, blobs, offset = [], [], 0
+    for t in tensors:
+        raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+        meta.append({"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "offset": offset,
+                     "nbytes": len(raw)})
+        blobs.append(raw)
+        offset += len(raw)
+    header = json.dumps({"tree": root, "tensors": meta}).encode()
+    return struct.pack("<Q", len(header)) + header + b"".join(blobs)
+
+
+def _decode(payload, path):
+    def bad(why):
+        return CheckpointError("checkpoint %s: %s" % (path, why))
+    if len(payload) < 8:
+        raise bad("payload too short")
+    (hlen,) = struct.unpack_from("<Q", payload)
+    if hlen > len(payload) - 8:
+        raise bad("header length %d beyond the payload" % hlen)
+    try:
+        header = json.loads(payload[8:8 + hlen].decode())
+        data = memoryview(payload)[8 + hlen:]
+        tensors = []
+        for m in header["tensors"]:
+            dtype, shape, off, n = _DTYPES[m["dtype"]], [int(v) for v in m["shape"]], int(m["offset"]), int(m["nbytes"])
+            if off < 0 or n < 0 or off + n > len(data):
+                raise ValueError("tensor bytes outside the payload")
+            if n == 0:
+                tensors.append(torch.zeros(shape, dtype=dtype))
+                continue
+            raw = torch.frombuffer(bytearray(data[off:off + n]), dtype=torch.int16 if dtype == torch.bfloat16 else dtype)
+            tensors.append((raw.view(torch.bfloat16) if dtype == torch.bfloat16 else raw).reshape(shape))
+
+        def tree(node):
+            (kind, value), = node.items()
+            if kind == "t":
+                return tensors[value]
+            if kind == "d":
+                return {tree(k): tree(v) for k, v in value}
+            if kind in ("l", "u"):
+                items = [tree(v) for v in value]
+                return items if kind == "l" else tuple(items)
+            if kind == "v":
+                return value
+            raise ValueError("unknown node %r" % kind)
+        return tree(header["tree"])
+    except (ValueError, KeyError, TypeError, IndexError, RuntimeError, AttributeError) as e:
+        raise bad("malformed payload (%s)" % e) from None
