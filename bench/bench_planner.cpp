@@ -139,17 +139,20 @@ int main(int argc, char** argv) {
   }
   try {
     ProfileTable table = ProfileTable::load_csv(o.profiles);
-    // Synthetic extra types for the 4- and 5-type clusters: scaled v100 curves.
-    const std::pair<const char*, double> extra[] = {{"t4", 0.55}, {"a100", 1.7}};
-    std::vector<ProfilePoint> base = table.points();
-    for (const auto& [name, factor] : extra)
-      for (const ProfilePoint& p : base)
-        if (p.gpu_type == "v100") {
-          ProfilePoint q = p;
-          q.gpu_type = name;
-          q.iters_per_s *= factor;
-          table.add(q);
-        }
+    // Synthetic types: the v100 curves scaled (t4 and a100 for the 4- and 5-type clusters; a
+    // site's types without a profile at 1.0).
+    std::vector<ProfilePoint> v100;
+    for (const ProfilePoint& p : table.points())
+      if (p.gpu_type == "v100") v100.push_back(p);
+    auto add_scaled_v100 = [&](const std::string& type, double factor) {
+      for (ProfilePoint q : v100) {
+        q.gpu_type = type;
+        q.iters_per_s *= factor;
+        table.add(q);
+      }
+    };
+    add_scaled_v100("t4", 0.55);
+    add_scaled_v100("a100", 1.7);
     std::vector<std::string> type_names = {"v100", "p100", "k80", "t4", "a100"};
     Cluster site;
     if (!o.cluster.empty()) {
@@ -158,13 +161,7 @@ int main(int argc, char** argv) {
       type_names = site.types();
       std::vector<std::string> profiled = table.types();
       for (const std::string& t : type_names)
-        if (std::find(profiled.begin(), profiled.end(), t) == profiled.end())
-          for (const ProfilePoint& p : base)
-            if (p.gpu_type == "v100") {
-              ProfilePoint q = p;
-              q.gpu_type = t;
-              table.add(q);
-            }
+        if (std::find(profiled.begin(), profiled.end(), t) == profiled.end()) add_scaled_v100(t, 1.0);
     }
     std::vector<std::string> models = table.models();
 
