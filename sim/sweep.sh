@@ -4,9 +4,9 @@
 # seeds, under every policy; then one summary table, worst case first (issue 15, point 2).
 # Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]
-# Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on one or two clusters
-# (minutes on a 2-core machine). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x 2x, seeds 1-3, every
-# family on every cluster its profile table allows (about an hour). Runs at nice 10.
+# Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on its first cluster (about
+# 10 minutes of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
+# 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
 # avg JCT over the best other policy's and over Tiresias's, per scenario), one JSON report per run.
