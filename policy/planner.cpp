@@ -97,6 +97,32 @@ std::vector<int> policy_order(const std::vector<JobView>& views, const Throughpu
   return order;
 }
 
+size_t type_position(const std::vector<std::string>& types, const std::string& t) {
+  return std::lower_bound(types.begin(), types.end(), t) - types.begin();
+}
+
+// Groups of GPU types that jobs connect (a job allowing two types puts them in one group), by
+// union-find over the cluster's types (sorted). Returns, for job i, group[i] (-1: the job allows
+// no type of the cluster) and, for type t at position p of `types`, group[jobs + p]; a group is
+// named by one of its types' positions.
+std::vector<int> type_groups(const std::vector<JobView>& views, const std::vector<std::string>& types) {
+  std::vector<int> parent(types.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](int t) {
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+  };
+  for (const JobView& v : views)
+    for (size_t k = 1; k < v.types.size(); ++k)
+      parent[root(static_cast<int>(type_position(types, v.types[k])))] =
+          root(static_cast<int>(type_position(types, v.types[0])));
+  std::vector<int> group(views.size() + types.size(), -1);
+  for (size_t i = 0; i < views.size(); ++i)
+    if (!views[i].types.empty()) group[i] = root(static_cast<int>(type_position(types, views[i].types[0])));
+  for (size_t p = 0; p < types.size(); ++p) group[views.size() + p] = root(static_cast<int>(p));
+  return group;
+}
+
 // Nodes by index and by type, built once per planning pass.
 struct NodeIndex {
   explicit NodeIndex(const Cluster& c) : cluster(c) {
@@ -292,10 +318,31 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = [](int) { return 1.0; };
       }
     }
-    DoublingResult dr =
-        doubling_heuristic(dj, order, cluster.usable_gpus(), config_.costs, snap.now_s);
-    counts = dr.gpus;
-    count_reason = dr.reasons;
+    // One round per group of GPU types that jobs share, on that group's GPUs: a job's count is
+    // planned against the GPUs it can use (on an A100 + T4 cluster whose models are each
+    // profiled on one of them, an A100 job's against the A100s, not both). Types are grouped when
+    // some job allows both; one group, the common case, is one round over the whole cluster.
+    std::vector<int> group = type_groups(views, cluster_types);
+    std::map<int, int> usable_of_group;
+    for (const Node& nd : cluster.nodes)
+      usable_of_group[group[n + type_position(cluster_types, nd.gpu_type)]] += nd.usable();
+    for (const auto& [g, usable] : usable_of_group) {
+      std::vector<int> members;  // this group's jobs, in policy order
+      for (int i : order)
+        if (group[i] == g || (group[i] < 0 && g == usable_of_group.begin()->first)) members.push_back(i);
+      if (members.empty()) continue;
+      std::vector<DoublingJob> sub;
+      std::vector<int> sub_order;
+      for (int i : members) {
+        sub_order.push_back(static_cast<int>(sub.size()));
+        sub.push_back(dj[i]);
+      }
+      DoublingResult dr = doubling_heuristic(sub, sub_order, usable, config_.costs, snap.now_s);
+      for (size_t k = 0; k < members.size(); ++k) {
+        counts[members[k]] = dr.gpus[k];
+        count_reason[members[k]] = dr.reasons[k];
+      }
+    }
   } else {
     // Static and Hetero: requested sizes (clamped to the job's range). These policies never
     // resize or preempt: running jobs keep their GPUs before any pending job is considered.

@@ -97,6 +97,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(staticPolicyKeepsRequestedSizes);
   CPPUNIT_TEST(nonResizingPoliciesNeverPreempt);
   CPPUNIT_TEST(doublingFallsBackToSizeThatFits);
+  CPPUNIT_TEST(countsPlannedOnTheGpusAJobMayUse);
   CPPUNIT_TEST(impossibleJobWaitsWithReason);
   CPPUNIT_TEST(neverOverAllocatesOnAnyPolicy);
   CPPUNIT_TEST(roundsOfRunningJobsStayFeasible);
@@ -278,6 +279,30 @@ class PlannerTest : public CppUnit::TestFixture {
     Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
     CPPUNIT_ASSERT_EQUAL(4, p.jobs[0].gpus);
     CPPUNIT_ASSERT_EQUAL(2, p.jobs[1].gpus);
+  }
+
+  // Two jobs that may use only the 8 V100s of a 24-GPU cluster: their counts are planned against
+  // those 8, so both run. Planned against all 24, the first doubled past what the V100s hold and
+  // the other found no V100 left and waited.
+  void countsPlannedOnTheGpusAJobMayUse() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.jobs = {job("1", "resnet50-b64", 1, 16, 1e6), job("2", "resnet50-b64", 1, 16, 5e5)};
+    for (Job& j : s.jobs) j.allowed_types = {"v100"};
+    s.jobs.push_back(job("3", "resnet18-b64", 1, 16, 1e5));  // any type: the other group
+    s.jobs[2].allowed_types = {"p100", "k80"};
+    PlannerConfig cfg;
+    cfg.policy = Policy::Doubling;
+    Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+    check_capacity(p, s.cluster);
+    int v100 = 0;
+    for (int k = 0; k < 2; ++k) {
+      CPPUNIT_ASSERT_MESSAGE(p.jobs[k].reason, p.jobs[k].runs);
+      CPPUNIT_ASSERT(!contains(p.jobs[k].reason, "fit the GPU types and nodes left"));
+      v100 += p.jobs[k].gpus_by_type["v100"];
+    }
+    CPPUNIT_ASSERT(v100 <= 8);
+    CPPUNIT_ASSERT_MESSAGE(p.jobs[2].reason, p.jobs[2].runs && p.jobs[2].gpus_by_type.count("v100") == 0);
   }
 
   void impossibleJobWaitsWithReason() {
