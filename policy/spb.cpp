@@ -90,7 +90,7 @@ SpbIteration spb_iteration(const ThroughputModel& tm, const std::string& model,
   int full = 0;
   for (double d : depths) full += d >= 1.0 - 1e-12;
   it.min_coverage = static_cast<double>(full) / n;
-  it.traffic_fraction = n > 1 ? traffic / ring_factor(n) : 0.0;
+  it.traffic_fraction = n <= 1 ? 0.0 : config.traffic_follows_depth ? traffic / ring_factor(n) : 1.0;
 
   if (n > 1) {
     double v_set = counts.size() == 1 ? tm.iters_per_s(model, counts.begin()->first, n)

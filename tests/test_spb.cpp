@@ -84,6 +84,7 @@ class SpbTest : public CppUnit::TestFixture {
     // A3C: V100 is 2.09x a K80 in Gavel's table, so K80s can catch up at a depth above 0.2.
     SpbConfig cfg;
     cfg.min_depth = 0.1;
+    cfg.traffic_follows_depth = true;
     std::vector<std::string> types = {"v100", "k80", "v100", "k80"};
     std::vector<double> d = balanced_depths(gavel(), "a3c", types, cfg);
     CPPUNIT_ASSERT_DOUBLES_EQUAL(1.0, d[0], 1e-12);
@@ -130,6 +131,7 @@ class SpbTest : public CppUnit::TestFixture {
 
   void traffic_counts_only_contributors() {
     SpbConfig cfg;
+    cfg.traffic_follows_depth = true;
     // Depths {1, 1, .5, .5}: the upper half of the layers is all-reduced among 4 workers
     // (2*3/4 = 1.5 each), the lower half among 2 (2*1/2 = 1): (0.5*1.5 + 0.5*1) / 1.5.
     auto w = workers({"v100", "v100", "v100", "v100"}, {1, 1, 0.5, 0.5});
@@ -141,6 +143,12 @@ class SpbTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(full.comm_s > 0);
     CPPUNIT_ASSERT_DOUBLES_EQUAL(full.comm_s * it.traffic_fraction, it.comm_s, 1e-12);
     CPPUNIT_ASSERT_DOUBLES_EQUAL(0.75, it.useful_fraction, 1e-12);
+    // libringrt's packed SPB allreduce (the default) moves every bucket among all workers.
+    cfg.traffic_follows_depth = false;
+    SpbIteration packed = spb_iteration(gavel(), "resnet50-b64", w, SpbShares::Equal, cfg);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(1.0, packed.traffic_fraction, 1e-12);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(full.comm_s, packed.comm_s, 1e-12);
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(it.compute_s_max, packed.compute_s_max, 1e-15);
   }
 
   void rotating_pattern_covers_every_layer() {

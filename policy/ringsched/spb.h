@@ -3,10 +3,13 @@
 // the layers nearest the loss. Per iteration, relative to full depth:
 //   compute     (1 + b*d) / (1 + b)        b = backward/forward FLOPs ratio (default 2)
 //   activations d                          only the back-propagated layers keep theirs
-//   gradients   d                          a worker sends only the layers it computed
+//   gradients   d or 1                     see SpbConfig::traffic_follows_depth
 // Layers are assumed uniform in FLOPs, activations and parameters along the depth. A layer's
-// gradient is averaged over the workers that computed it: the gradient bucket at depth x is
-// all-reduced in a ring of the k(x) workers with depth >= x, costing 2(k-1)/k of its bytes each.
+// gradient is averaged over the workers that computed it. As the paper has it, the gradient
+// bucket at depth x is all-reduced in a ring of the k(x) workers with depth >= x, costing
+// 2(k-1)/k of its bytes each; libringrt's ringrt_allreduce_spb packs every bucket (zeros where
+// a worker did not compute it) and all-reduces the whole packet among all workers, so there
+// every iteration moves what a full-depth one does (measured on PyTorch, docs/pytorch.md).
 // Quality: the model assumes none is lost (an SPB iteration counts as a full one), as the paper
 // reports; SpbConfig::quality_discount lets a caller count only the computed share instead. The
 // real training check belongs to the runtime.
@@ -25,6 +28,10 @@ struct SpbConfig {
   double min_depth = 0.25;           // no worker goes shallower
   double min_coverage = 0.5;         // every layer computed by at least this fraction of workers
   double quality_discount = 0.0;     // 0: SPB iterations count in full; 1: by computed share
+  // true: each bucket is all-reduced among its contributors only (the paper's assumption);
+  // false: every bucket among all workers, as libringrt does it -- the default, since that is
+  // what the jobs this model plans for run on.
+  bool traffic_follows_depth = false;
   // Throws InputError("spb: ...") for values out of range.
   void validate() const;
 };
