@@ -6,7 +6,7 @@
 #ifndef RINGRT_GATE_H
 #define RINGRT_GATE_H
 
-#include "internal.h"
+#include "sockets.h"
 
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 // reduce.cpp -- element-wise reduction kernels for every dtype and op. float16 and bfloat16 are
 // widened to float, combined, and rounded back to nearest even once per combination.
 #pragma GCC optimize("O3")
-#include "internal.h"
+#include "reduce.h"
 
 #include <algorithm>
 #include <cstring>

@@ -5,8 +5,11 @@
 // so rank 0 serves every connection at once with a short handshake deadline each (gate.h):
 // idle, slow or garbage connections from anyone else cannot delay or fail the job, and a rank
 // whose connection was dropped before its welcome connects again.
+#include "rendezvous.h"
+
+#include "backends.h"
+#include "crypto.h"
 #include "gate.h"
-#include "internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -163,7 +166,7 @@ bool decode_table(const std::vector<uint8_t>& in, int world, Table* t) {
   int32_t backend, n;
   std::memcpy(&backend, in.data() + 16, 4);
   std::memcpy(&n, in.data() + 20, 4);
-  if (n != world || backend < RINGRT_BACKEND_AUTO || backend > RINGRT_BACKEND_HIER) return false;
+  if (n != world || !backend_known(backend)) return false;
   t->backend = static_cast<ringrt_backend_t>(backend);
   t->peers.assign(world, PeerInfo{});
   for (int i = 0; i < world; ++i) {
@@ -248,8 +251,8 @@ class Doorkeeper : public Handshake {
     const int r = v.rank;
     if (still_here(r)) return;  // a twin admitted meanwhile: this one is closed
     if (conns_[r].ok()) {
-      // the same rank again, over a new connection, after its first one went away (it gave up
-      // waiting for our welcome and tried again): the new one counts
+      // the same rank again, over a new connection, after its first one went away (it broke
+      // before our welcome got through, and the rank tried again): the new one counts
       conns_[r].reset();
       joined_--;
     }
@@ -344,15 +347,18 @@ rr serve(const Config& cfg, int data_port, Table* table) {
 }
 
 // One attempt at joining through an open connection to rank 0. *again is set where a new
-// connection may succeed: rank 0 (or whoever holds its port) said nothing in time, or hung up
-// before welcoming us (a flood of connections may have pushed ours out).
-rr join_once(const Config& cfg, int fd, int data_port, int64_t deadline, int patience_ms, Table* table,
-             bool* again) {
-  const int64_t handshake = std::min(deadline, now_ns() + ms_to_ns(patience_ms));
-  *again = true;
+// connection may succeed: rank 0 hung up before welcoming us (we were too slow for its
+// handshake deadline, or a flood of connections pushed ours out). Silence is waited out to the
+// rendezvous deadline: rank 0 itself may be the slow one (a loaded node, valgrind), and giving up
+// on a connection it has already admitted would leave it sending the table to a closed socket.
+rr join_once(const Config& cfg, int fd, int data_port, int64_t deadline, Table* table, bool* again) {
+  *again = false;
   std::vector<uint8_t> buf;
-  rr rc = recv_ctl(fd, kChallenge, &buf, sizeof(Challenge), handshake, 0);
-  if (rc != RINGRT_OK) return rc;
+  rr rc = recv_ctl(fd, kChallenge, &buf, sizeof(Challenge), deadline, 0);
+  if (rc != RINGRT_OK) {
+    *again = rc == RINGRT_ERR_PEER;
+    return rc;
+  }
   if (buf.size() != sizeof(Challenge)) return fail(RINGRT_ERR_PROTOCOL, 0, "malformed challenge from rank 0");
   Challenge ch;
   std::memcpy(&ch, buf.data(), sizeof ch);
@@ -369,14 +375,13 @@ rr join_once(const Config& cfg, int fd, int data_port, int64_t deadline, int pat
   copy_str(h.body.host, sizeof h.body.host, cfg.hostname);
   copy_str(h.body.ip, sizeof h.body.ip, local_ip_of(fd));
   hello_mac(cfg.secret, ch.nonce_s, h.body, h.mac);
-  RINGRT_CHECK(send_ctl(fd, kHello, &h, sizeof h, handshake, 0));
-  rc = recv_ctl(fd, kWelcome, &buf, sizeof(Welcome), handshake, 0);
+  rc = send_ctl(fd, kHello, &h, sizeof h, deadline, 0);
+  if (rc == RINGRT_OK) rc = recv_ctl(fd, kWelcome, &buf, sizeof(Welcome), deadline, 0);
   if (rc != RINGRT_OK) {
-    // a refusal for cause is final; silence or a hang-up is worth another try
-    *again = rc == RINGRT_ERR_PEER || rc == RINGRT_ERR_TIMEOUT;
+    // a refusal for cause is final; a hang-up is worth another try
+    *again = rc == RINGRT_ERR_PEER;
     return rc;
   }
-  *again = false;
   uint8_t mac[32];
   welcome_mac(cfg.secret, h.body, mac);
   if (buf.size() != sizeof(Welcome) || !equal_ct(mac, buf.data(), 32))
@@ -404,8 +409,7 @@ rr join(const Config& cfg, int data_port, Table* table) {
     Fd c;
     RINGRT_CHECK(tcp_connect(cfg.master_addr, cfg.master_port, deadline, &c, -1, "system"));
     bool again = false;
-    // more patience with every attempt, in case it is rank 0 that is slow (a loaded node)
-    rr rc = join_once(cfg, c.fd, data_port, deadline, cfg.handshake_ms * std::min(attempt, 8), table, &again);
+    rr rc = join_once(cfg, c.fd, data_port, deadline, table, &again);
     if (rc == RINGRT_OK || !again) return rc;
     if (now_ns() + ms_to_ns(kRetryMs) >= deadline)
       return fail(RINGRT_ERR_TIMEOUT, 0, "rendezvous with rank 0 at %s:%d did not complete in %d ms (%d attempts; last: %s)",

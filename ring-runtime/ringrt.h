@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define RINGRT_VERSION_MAJOR 1
-#define RINGRT_VERSION_MINOR 0
+#define RINGRT_VERSION_MINOR 1  /* 1.1: ringrt_allgather, ringrt_abort */
 
 typedef enum ringrt_result {
   RINGRT_OK = 0,
@@ -113,6 +113,18 @@ ringrt_result_t ringrt_broadcast(void* buf, size_t count, ringrt_dtype_t dtype, 
 
 /* Return once every rank has entered. Collective. */
 ringrt_result_t ringrt_barrier(void);
+
+/* recvbuf (world_size * count elements) receives every rank's count elements of sendbuf, rank r's
+ * at recvbuf + r * count. sendbuf == NULL means in place: this rank's part is already at its
+ * place in recvbuf. Every rank passes the same count and dtype. Collective. (Since 1.1.) */
+ringrt_result_t ringrt_allgather(const void* sendbuf, void* recvbuf, size_t count, ringrt_dtype_t dtype);
+
+/* Break the world on purpose, from the thread that drives the collectives (e.g. after a failure
+ * of its own between collectives): every other rank's current or next collective returns
+ * RINGRT_ERR_PEER naming this rank, with reason (may be NULL) in the detail, instead of waiting
+ * out its timeout; this rank's further calls return RINGRT_ERR_PEER until ringrt_finalize().
+ * Not a collective. (Since 1.1.) */
+ringrt_result_t ringrt_abort(const char* reason);
 
 /* Structured partial backprop (SPB). One gradient bucket. */
 typedef struct ringrt_bucket {

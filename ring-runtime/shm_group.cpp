@@ -1,10 +1,14 @@
-// shm.cpp -- collectives among the ranks of one node through a POSIX shared-memory segment
+// shm_group.cpp -- collectives among the ranks of one node through a POSIX shared-memory segment
 // (mode 0600, unlinked as soon as every local rank has mapped it). Each rank owns two slots
 // (double buffering) and a phase counter; waits spin briefly, then sleep on a futex that is only
 // woken when someone actually sleeps, so an operation costs no thread wake-ups when ranks are
 // on their own cores. Every wait has a deadline: a rank that died (its pid is gone) is named at
 // once, a rank that neither progresses nor waits (no heartbeat) is named after the timeout.
-#include "internal.h"
+#include "shm_group.h"
+
+#include "backends.h"
+#include "crypto.h"
+#include "reduce.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -201,7 +206,7 @@ rr ShmGroup::attach(const Config& cfg, const Table& table, const std::vector<int
   return RINGRT_OK;
 }
 
-void ShmGroup::heartbeat() {
+void ShmGroup::keep_alive() {
   if (seg_) seg_->ranks()[index_].heartbeat_ns.store(now_ns(), std::memory_order_relaxed);
 }
 
@@ -212,7 +217,7 @@ void ShmGroup::wake() {
   }
 }
 
-void ShmGroup::set_abort(rr code, int blamed, const std::string& why) {
+void ShmGroup::abort(rr code, int blamed, const std::string& why) {
   if (!seg_) return;
   int32_t expect = 0;
   if (seg_->abort_state.compare_exchange_strong(expect, 1)) {
@@ -257,14 +262,14 @@ rr ShmGroup::blame_laggard(int only_idx, uint64_t phase, int64_t now, bool pidch
     if (pidcheck && s.pidns == my_pidns_ && pid_dead(s.pid.load()) && s.phase.load() < phase) {
       fail(RINGRT_ERR_PEER, members_[k], "rank %d died (pid %d is gone) [detected by rank %d]", members_[k],
            s.pid.load(), rank_);
-      set_abort(RINGRT_ERR_PEER, members_[k], last_detail());
+      abort(RINGRT_ERR_PEER, members_[k], last_detail());
       return RINGRT_ERR_PEER;
     }
     int64_t hb = s.heartbeat_ns.load();
     if (now - hb > T && s.phase.load() < phase) {
       fail(RINGRT_ERR_PEER, members_[k], "rank %d stalled: no progress for %d ms [detected by rank %d]",
            members_[k], timeout_ms, rank_);
-      set_abort(RINGRT_ERR_PEER, members_[k], last_detail());
+      abort(RINGRT_ERR_PEER, members_[k], last_detail());
       return RINGRT_ERR_PEER;
     }
   }
@@ -294,10 +299,12 @@ rr ShmGroup::wait_cond(int only_idx, uint64_t phase) {
   }
   const int64_t T = ms_to_ns(timeout_ms);
   while (true) {
-    RINGRT_CHECK(check_abort());
+    // a phase every member reached is complete, whatever was raised since: an abort applies
+    // to what is still to come (as on the TCP ring, where data already received is kept)
     if (done()) return RINGRT_OK;
+    RINGRT_CHECK(check_abort());
     int64_t now = now_ns();
-    if (now - last_hb_ns_ > 1000000) { heartbeat(); last_hb_ns_ = now; }
+    if (now - last_hb_ns_ > 1000000) { keep_alive(); last_hb_ns_ = now; }
     if (tick_ && now - last_tick_ns_ > T / 8) { tick_(); last_tick_ns_ = now; }
     bool pidcheck = now - last_pidcheck_ns_ > 50 * 1000000LL;
     if (pidcheck) last_pidcheck_ns_ = now;
@@ -319,126 +326,117 @@ rr ShmGroup::wait_cond(int only_idx, uint64_t phase) {
 rr ShmGroup::wait_all(uint64_t phase) { return wait_cond(-1, phase); }
 rr ShmGroup::wait_one(int idx, uint64_t phase) { return wait_cond(idx, phase); }
 
-rr ShmGroup::allreduce(void* buf, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div, TcpRing* leaders,
-                       uint32_t* seq) {
+rr ShmGroup::arrive_all() {
+  signal_phase();
+  return wait_all(phase_);
+}
+
+rr ShmGroup::reduce_scatter(const char* mine, size_t n, ringrt_dtype_t t, ringrt_op_t op, int div, int b) {
   const int L = size();
   const size_t esz = dtype_size(t);
-  char* base = static_cast<char*>(buf);
-  if (L == 1) {
-    if (hier) return leaders->allreduce(buf, count, t, op, div, ++*seq);
-    if (div > 1) divide(buf, count, t, div);
+  std::memcpy(slot(index_, b), mine, n * esz);
+  RINGRT_CHECK(arrive_all());
+  const size_t per = n / L, rem = n % L;
+  const size_t s0 = (static_cast<size_t>(index_) * per + std::min(static_cast<size_t>(index_), rem)) * esz;
+  const size_t len = per + (static_cast<size_t>(index_) < rem ? 1 : 0);
+  char* dst = slot(index_, b) + s0;
+  const int last = (index_ == L - 1) ? L - 2 : L - 1;
+  for (int k = 0; k < L; ++k) {
+    if (k == index_) continue;
+    if (k == last && div > 1) reduce_into_div(dst, slot(k, b) + s0, len, t, op, div);
+    else reduce_into(dst, slot(k, b) + s0, len, t, op);
+  }
+  return arrive_all();
+}
+
+void ShmGroup::gather_shares(char* mine, size_t n, size_t esz, int b) {
+  const int L = size();
+  const size_t per = n / L, rem = n % L;
+  for (int k = 0; k < L; ++k) {
+    const size_t s0 = (static_cast<size_t>(k) * per + std::min(static_cast<size_t>(k), rem)) * esz;
+    const size_t len = per + (static_cast<size_t>(k) < rem ? 1 : 0);
+    std::memcpy(mine + s0, slot(k, b) + s0, len * esz);
+  }
+}
+
+void ShmGroup::publish(const char* data, size_t bytes, int b) {
+  if (bytes) std::memcpy(slot(0, b), data, bytes);
+  signal_phase();
+}
+
+rr ShmGroup::receive_published(char* dst, size_t bytes, int b) {
+  RINGRT_CHECK(wait_one(0, phase_ + 1));
+  if (dst && bytes) std::memcpy(dst, slot(0, b), bytes);
+  signal_phase();
+  return RINGRT_OK;
+}
+
+rr ShmGroup::allreduce(const void* send, void* recv, size_t count, ringrt_dtype_t t, ringrt_op_t op, int div) {
+  const size_t esz = dtype_size(t);
+  copy_in(send, recv, count * esz);
+  char* base = static_cast<char*>(recv);
+  if (size() == 1) {
+    if (div > 1) divide(base, count, t, div);
     return RINGRT_OK;
   }
-  const size_t cap = hier ? slot_bytes : std::min(chunk_bytes, slot_bytes);
-  const size_t ce = std::max<size_t>(1, cap / esz);
-  const int local_div = hier ? 0 : div;
+  const size_t ce = std::max<size_t>(1, std::min(chunk_bytes, slot_bytes) / esz);
   for (size_t off = 0; off < count; off += ce) {
     const size_t n = std::min(ce, count - off);
-    const size_t nb = n * esz;
-    const int b = static_cast<int>(chunk_counter_++ & 1);
+    const int b = next_buffer();
     char* mine = base + off * esz;
-    std::memcpy(slot(index_, b), mine, nb);
-    signal_phase();
-    RINGRT_CHECK(wait_all(phase_));
-    const size_t per = n / L, rem = n % L;
-    auto bstart = [&](int k) { return static_cast<size_t>(k) * per + std::min(static_cast<size_t>(k), rem); };
-    auto blen = [&](int k) { return per + (static_cast<size_t>(k) < rem ? 1 : 0); };
-    {
-      size_t s0 = bstart(index_) * esz, len = blen(index_);
-      char* dst = slot(index_, b) + s0;
-      int last = (index_ == L - 1) ? L - 2 : L - 1;
-      for (int k = 0; k < L; ++k) {
-        if (k == index_) continue;
-        if (k == last && local_div > 1) reduce_into_div(dst, slot(k, b) + s0, len, t, op, local_div);
-        else reduce_into(dst, slot(k, b) + s0, len, t, op);
-      }
-    }
-    signal_phase();
-    RINGRT_CHECK(wait_all(phase_));
-    if (!hier) {
-      for (int k = 0; k < L; ++k) {
-        size_t s0 = bstart(k) * esz;
-        std::memcpy(mine + s0, slot(k, b) + s0, blen(k) * esz);
-      }
-      continue;
-    }
-    if (index_ == 0) {
-      for (int k = 0; k < L; ++k) {
-        size_t s0 = bstart(k) * esz;
-        std::memcpy(mine + s0, slot(k, b) + s0, blen(k) * esz);
-      }
-      rr rc = leaders->allreduce(mine, n, t, op, div, ++*seq);
-      if (rc != RINGRT_OK) {
-        set_abort(rc, last_blamed(), last_detail());
-        return rc;
-      }
-      std::memcpy(slot(0, b), mine, nb);
-      signal_phase();
-    } else {
-      RINGRT_CHECK(wait_one(0, phase_ + 1));
-      std::memcpy(mine, slot(0, b), nb);
-      signal_phase();
-    }
+    RINGRT_CHECK(reduce_scatter(mine, n, t, op, div, b));
+    gather_shares(mine, n, esz, b);
   }
   return RINGRT_OK;
 }
 
-rr ShmGroup::broadcast(void* buf, size_t bytes, int root_rank, TcpRing* leaders, int root_leader_index,
-                       uint32_t* seq) {
-  const int L = size();
+int ShmGroup::index_of(int rank) const {
+  const auto it = std::find(members_.begin(), members_.end(), rank);
+  return it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+}
+
+rr ShmGroup::broadcast(void* buf, size_t bytes, int root) {
+  if (size() == 1) return RINGRT_OK;
+  const int r = index_of(root);
+  if (r < 0) return fail(RINGRT_ERR_ARG, -1, "broadcast root %d is not on this node", root);
   char* base = static_cast<char*>(buf);
-  auto it = std::find(members_.begin(), members_.end(), root_rank);
-  const int r = it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
-  if (L == 1) {
-    if (hier) return leaders->broadcast(buf, bytes, root_leader_index, ++*seq);
-    return RINGRT_OK;
-  }
-  const size_t cap = hier ? slot_bytes : std::min(chunk_bytes, slot_bytes);
-  size_t off = 0;
-  do {
+  const size_t cap = std::min(chunk_bytes, slot_bytes);
+  for (size_t off = 0; off < bytes; off += cap) {
     const size_t nb = std::min(cap, bytes - off);
-    const int b = static_cast<int>(chunk_counter_++ & 1);
-    char* mine = base + off;
-    if (index_ == r && !(hier && r == 0)) std::memcpy(slot(r, b), mine, nb);
-    signal_phase();
-    RINGRT_CHECK(wait_all(phase_));
-    if (!hier) {
-      if (index_ != r) std::memcpy(mine, slot(r, b), nb);
-    } else if (index_ == 0) {
-      if (r > 0) std::memcpy(mine, slot(r, b), nb);
-      rr rc = leaders->broadcast(mine, nb, root_leader_index, ++*seq);
-      if (rc != RINGRT_OK) {
-        set_abort(rc, last_blamed(), last_detail());
-        return rc;
-      }
-      std::memcpy(slot(0, b), mine, nb);
-      signal_phase();
-    } else {
-      RINGRT_CHECK(wait_one(0, phase_ + 1));
-      if (index_ != r) std::memcpy(mine, slot(0, b), nb);
-      signal_phase();
-    }
-    off += nb;
-  } while (off < bytes);
+    const int b = next_buffer();
+    if (index_ == r) std::memcpy(slot(r, b), base + off, nb);
+    RINGRT_CHECK(arrive_all());
+    if (index_ != r) std::memcpy(base + off, slot(r, b), nb);
+  }
   return RINGRT_OK;
 }
 
-rr ShmGroup::barrier(TcpRing* leaders, uint32_t* seq) {
-  if (size() == 1) return hier ? leaders->barrier(++*seq) : RINGRT_OK;
-  signal_phase();
-  RINGRT_CHECK(wait_all(phase_));
-  if (!hier) return RINGRT_OK;
-  if (index_ == 0) {
-    rr rc = leaders->barrier(++*seq);
-    if (rc != RINGRT_OK) {
-      set_abort(rc, last_blamed(), last_detail());
-      return rc;
-    }
-    signal_phase();
-  } else {
-    RINGRT_CHECK(wait_one(0, phase_ + 1));
-    signal_phase();
+rr ShmGroup::barrier() {
+  if (size() == 1) return RINGRT_OK;
+  return arrive_all();
+}
+
+rr ShmGroup::allgather(const void* send, void* recv, size_t bytes) {
+  char* out = static_cast<char*>(recv);
+  const char* in = static_cast<const char*>(send);
+  const int L = size();
+  const size_t cap = std::min(chunk_bytes, slot_bytes);
+  for (size_t off = 0; off < bytes; off += cap) {
+    const size_t nb = std::min(cap, bytes - off);
+    const int b = next_buffer();
+    std::memcpy(slot(index_, b), in + off, nb);
+    RINGRT_CHECK(arrive_all());
+    for (int k = 0; k < L; ++k) std::memcpy(out + static_cast<size_t>(k) * bytes + off, slot(k, b), nb);
   }
+  return RINGRT_OK;
+}
+
+rr make_shm_transport(const BackendContext& ctx, std::unique_ptr<Transport>* out) {
+  std::unique_ptr<ShmGroup> group(new ShmGroup);
+  group->yield_spin = ctx.topo.oversubscribed();
+  group->spin_us = ctx.topo.oversubscribed() ? 20 : 2000;
+  RINGRT_CHECK(group->attach(ctx.cfg, ctx.table, ctx.topo.local, ctx.deadline));
+  *out = std::move(group);
   return RINGRT_OK;
 }
 

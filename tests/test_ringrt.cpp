@@ -198,6 +198,10 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testReformAtNewSize);
   CPPUNIT_TEST(testArgumentErrors);
   CPPUNIT_TEST(testTcpCongestionControl);
+  CPPUNIT_TEST(testAllgatherTcp);
+  CPPUNIT_TEST(testAllgatherShm);
+  CPPUNIT_TEST(testAllgatherHier);
+  CPPUNIT_TEST(testAbortTellsEveryRank);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -222,6 +226,14 @@ class RingrtCollectivesTest : public CppUnit::TestFixture {
   void testReformAtNewSize();
   void testArgumentErrors();
   void testTcpCongestionControl();
+  // ringrt_allgather, every dtype, 1..8 ranks, on each host backend
+  void testAllgatherTcp() { run_allgather_worlds("tcp"); }
+  void testAllgatherShm() { run_allgather_worlds("shm"); }
+  void testAllgatherHier() { run_allgather_worlds("hier"); }
+  void testAbortTellsEveryRank();
+
+ private:
+  void run_allgather_worlds(const std::string& backend);
 };
 
 namespace {
@@ -405,6 +417,104 @@ void RingrtCollectivesTest::testArgumentErrors() {
     return 0;
   });
   CPPUNIT_ASSERT_EQUAL_MESSAGE(describe(out), 0, out[0].status);
+}
+
+namespace {
+// Every rank gathers every dtype at counts of one element, odd ones, and ones of several
+// pipelining segments per rank, alternately in place and not, and checks each rank's part
+// bitwise; then arbitrary bit patterns (NaNs, denormals) in float16, which must come back as sent.
+int allgather_body(int rank) {
+  RANK_CHECK(ringrt_init());
+  int n = 0;
+  RANK_CHECK(ringrt_world_size(&n));
+  int bad = 0;
+  for (size_t count : {size_t(1), size_t(3), size_t(1001), size_t(70001)}) {
+    for (int ti = 0; ti < 6; ++ti) {
+      const ringrt_dtype_t t = kTypes[ti];
+      const size_t esz = ringrt_dtype_size(t);
+      std::vector<char> mine(count * esz), all(n * count * esz, '\x5a'), want(n * count * esz);
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) store(want.data() + r * count * esz, i, t, input(r, i, t));
+      std::memcpy(mine.data(), want.data() + rank * count * esz, count * esz);
+      if ((ti + count) % 2 == 0) {
+        std::memcpy(all.data() + rank * count * esz, mine.data(), count * esz);
+        RANK_CHECK(ringrt_allgather(nullptr, all.data(), count, t));
+      } else {
+        RANK_CHECK(ringrt_allgather(mine.data(), all.data(), count, t));
+      }
+      if (all != want && bad++ < 5)
+        std::printf("rank %d: allgather of %zu %s per rank differs from what the ranks sent\n", rank, count,
+                    kTypeNames[ti]);
+    }
+  }
+  std::vector<uint16_t> bits(4097), got(n * bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i * 40503u + rank * 977u);
+  RANK_CHECK(ringrt_allgather(bits.data(), got.data(), bits.size(), RINGRT_FLOAT16));
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < bits.size(); ++i)
+      if (got[r * bits.size() + i] != static_cast<uint16_t>(i * 40503u + r * 977u)) {
+        if (bad++ < 5) std::printf("rank %d: float16 bits of rank %d changed at %zu\n", rank, r, i);
+        break;
+      }
+  RANK_CHECK(ringrt_finalize());
+  return bad ? 16 : 0;
+}
+}  // namespace
+
+void RingrtCollectivesTest::run_allgather_worlds(const std::string& backend) {
+  for (int n = 1; n <= 8; ++n) {
+    WorldEnv env;
+    env.world = n;
+    env.port = free_port();
+    env.backend = backend;
+    // hier: two nodes, the second with one rank fewer when n is odd (one node when n is 1)
+    if (backend == "hier")
+      for (int r = 0; r < n; ++r) env.hosts.push_back(r < (n + 1) / 2 ? "nodeA" : "nodeB");
+    auto out = run_world(env, [&](int r) { return allgather_body(r); }, 120);
+    for (auto& o : out) CPPUNIT_ASSERT_EQUAL_MESSAGE(backend + " " + std::to_string(n) + " ranks: " + describe(out), 0, o.status);
+  }
+}
+
+// ringrt_abort: the collective the other ranks wait in fails at once, naming the rank and its
+// reason, long before the timeout would name a rank that merely stays away (the aborting one
+// lingers, alive).
+void RingrtCollectivesTest::testAbortTellsEveryRank() {
+  struct Case { const char* backend; std::vector<std::string> hosts; };
+  for (const Case& c : {Case{"tcp", {}}, Case{"shm", {}}, Case{"hier", {"a", "a", "b"}}}) {
+    WorldEnv env;
+    env.world = 3;
+    env.port = free_port();
+    env.backend = c.backend;
+    env.hosts = c.hosts;
+    env.timeout_ms = 3000;
+    auto out = run_world(env, [&](int rank) {
+      RANK_CHECK(ringrt_init());
+      float v[4] = {1, 2, 3, 4};
+      RANK_CHECK(ringrt_allreduce(nullptr, v, 4, RINGRT_FLOAT32, RINGRT_SUM));
+      if (rank == 1) {
+        usleep(300 * 1000);  // the others wait in their next collective meanwhile
+        RANK_CHECK(ringrt_abort("giving up on purpose"));
+        const ringrt_result_t again = ringrt_barrier();
+        std::printf("rank 1 after aborting: %s: %s\n", ringrt_error_string(again), ringrt_error_detail());
+        usleep(2500 * 1000);  // alive, and away from the collectives
+        ringrt_finalize();
+        return again == RINGRT_ERR_PEER ? 0 : 17;
+      }
+      const double t0 = mono_s();
+      const ringrt_result_t rc = ringrt_allreduce(nullptr, v, 4, RINGRT_FLOAT32, RINGRT_SUM);
+      const double took = mono_s() - t0;
+      int failed = -2;
+      ringrt_failed_rank(&failed);
+      std::printf("rank %d: %s after %.0f ms, failed rank %d: %s\n", rank, ringrt_error_string(rc), took * 1000,
+                  failed, ringrt_error_detail());
+      const std::string detail = ringrt_error_detail();
+      ringrt_finalize();
+      if (rc != RINGRT_ERR_PEER || failed != 1) return 18;
+      if (detail.find("giving up on purpose") == std::string::npos) return 19;
+      return took * 1000 < env.timeout_ms / 2 ? 0 : 20;
+    }, 60);
+    for (auto& o : out) CPPUNIT_ASSERT_EQUAL_MESSAGE(std::string(c.backend) + ": " + describe(out), 0, o.status);
+  }
 }
 
 CPPUNIT_TEST_SUITE_REGISTRATION(RingrtCollectivesTest);

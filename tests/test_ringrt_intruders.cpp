@@ -291,7 +291,7 @@ class RingrtIntruderTest : public CppUnit::TestFixture {
       exit_unless_ok(ring.connect(cfg, table, {0, 1}, listener.fd, ringrt::now_ns() + ringrt::ms_to_ns(15000)));
       const double took = mono_s() - t0;
       int32_t v = 3 + rank;
-      exit_unless_ok(ring.allreduce(&v, 1, RINGRT_INT32, RINGRT_SUM, 0, 1));
+      exit_unless_ok(ring.allreduce(&v, &v, 1, RINGRT_INT32, RINGRT_SUM, 0));
       std::printf("rank %d: ring formed in %.0f ms, sum %d\n", rank, took * 1000, v);
       for (int fd : fds) close(fd);
       return v == 7 && took < kPromptJoinS ? 0 : 103;
