@@ -202,17 +202,19 @@ void ProcessGroupRingrt::broadcast_bytes(void* buf, size_t bytes, int root) {
   }
 }
 
+void ProcessGroupRingrt::broadcast_tensor(const at::Tensor& t, int root) {
+  Contiguous c(t);
+  broadcast_bytes(c.work.data_ptr(), c.work.nbytes(), root);
+  c.finish();
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingrt::broadcast(std::vector<at::Tensor>& tensors,
                                                              const c10d::BroadcastOptions& opts) {
   at::Tensor t = single(tensors, "broadcast");
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < getSize(), "ringrt backend: broadcast root ", opts.rootRank,
               " is not a rank of ", getSize());
   const int root = int(opts.rootRank);
-  return enqueue(c10d::OpType::BROADCAST, {t}, [this, t, root] {
-    Contiguous c(t);
-    broadcast_bytes(c.work.data_ptr(), c.work.nbytes(), root);
-    c.finish();
-  });
+  return enqueue(c10d::OpType::BROADCAST, {t}, [this, t, root] { broadcast_tensor(t, root); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRingrt::allreduce(std::vector<at::Tensor>& tensors,
@@ -290,9 +292,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingrt::allgather(std::vector<std::ve
     for (int r = 0; r < n; ++r) {
       at::Tensor o = outs[size_t(r)];
       if (r == me) o.copy_(in);
-      Contiguous c(o);
-      broadcast_bytes(c.work.data_ptr(), c.work.nbytes(), r);
-      c.finish();
+      broadcast_tensor(o, r);
     }
   });
 }
@@ -338,9 +338,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingrt::gather(std::vector<std::vecto
     for (int r = 0; r < n; ++r) {
       at::Tensor slot = me == root ? outs[size_t(r)] : at::empty_like(in, at::MemoryFormat::Contiguous);
       if (r == me) slot.copy_(in);
-      Contiguous c(slot);
-      broadcast_bytes(c.work.data_ptr(), c.work.nbytes(), r);
-      c.finish();
+      broadcast_tensor(slot, r);
     }
   });
 }
@@ -362,9 +360,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRingrt::scatter(std::vector<at::Tenso
     for (int r = 0; r < n; ++r) {
       at::Tensor slot = r == me ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
       if (me == root) slot.copy_(ins[size_t(r)]);
-      Contiguous c(slot);
-      broadcast_bytes(c.work.data_ptr(), c.work.nbytes(), root);
-      c.finish();
+      broadcast_tensor(slot, root);
     }
   });
 }

@@ -98,6 +98,8 @@ class ProcessGroupRingrt : public RingrtBase {
 
   // Data movement of any dtype: the bytes of buf (contiguous) from root to every rank.
   void broadcast_bytes(void* buf, size_t bytes, int root);
+  // The same for a tensor (through a contiguous copy when it is not contiguous).
+  void broadcast_tensor(const at::Tensor& t, int root);
 
   std::mutex mu_;
   std::condition_variable cv_;
