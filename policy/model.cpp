@@ -43,6 +43,12 @@ int floor_power_of_two(int n) {
   return p;
 }
 
+int ceil_power_of_two(int n) {
+  int p = 1;
+  while (p < n && p < (1 << 30)) p *= 2;
+  return p;
+}
+
 // --- cluster ------------------------------------------------------------------------------------
 
 Cluster Cluster::load_csv(const std::string& path) {

@@ -63,12 +63,7 @@ struct JobView {
   int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
 };
 
-int round_range_min(int n, bool pow2) {
-  if (!pow2) return n;
-  int p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
+int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
 
 // Shortest predicted remaining time t first, divided by the response ratio (t + w) / t of the
 // time w it has waited: key = t^2 / (t + aging * w). A job's key falls towards 0 as it waits, so

@@ -9,9 +9,10 @@
 #include <unistd.h>
 
 #include "ring_request.h"
+#include "configured_policy.h"
 #include "ringsched_conf.h"
 
-using ringsched::Engine;
+using ringsched::ConfiguredPolicy;
 using ringsched::InputError;
 using ringsched::RingRequest;
 using ringsched::RingschedConf;
@@ -62,6 +63,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testAdmitFillsDefaults);
   CPPUNIT_TEST(testAdmitRejects);
   CPPUNIT_TEST(testSimilarityAdmitsUnprofiledModel);
+  CPPUNIT_TEST(testInitialShape);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -185,7 +187,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
 
   void testConfErrorsNameFileAndLine() {
     const std::string base = "ProfileFiles=p.csv\n";
-    CPPUNIT_ASSERT_EQUAL(std::string("ringsched.conf:2: ReplanInterval='banana': expected a number in 1..86400"),
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched.conf:2: ReplanInterval='banana': expected a whole number in 1..86400"),
                          conf_error(base + "ReplanInterval=banana\n"));
     CPPUNIT_ASSERT(conf_error(base + "\n\nReplanInterval=0\n").find("ringsched.conf:4:") == 0);
     CPPUNIT_ASSERT(conf_error(base + "Samples=2.5\n").find("whole number") != std::string::npos);
@@ -218,7 +220,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
     close(fd);
     try {
-      Engine e(RingschedConf::parse(std::string("ProfileFiles=") + path + "\n", "x.conf"));
+      ConfiguredPolicy e(RingschedConf::parse(std::string("ProfileFiles=") + path + "\n", "x.conf"));
       unlink(path);
       CPPUNIT_FAIL("accepted a negative throughput");
     } catch (const InputError& e) {
@@ -228,7 +230,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
   }
 
   void testAdmitFillsDefaults() {
-    Engine engine(good_conf());
+    ConfiguredPolicy engine(good_conf());
     RingRequest r;
     std::string err;
     r.set("ring-model", "resnet50-b64", err);
@@ -248,7 +250,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
   }
 
   void testAdmitRejects() {
-    Engine engine(good_conf());
+    ConfiguredPolicy engine(good_conf());
     const auto cluster = three_types();
     auto reject = [&](const std::string& gpus, const std::string& types, const std::string& model) {
       RingRequest r;
@@ -267,9 +269,50 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(reject("2-8", "v100", "resnet50-b64").empty());
   }
 
+  void testInitialShape() {
+    // What job_submit gives a new ring job, without a cluster (issue 18.3).
+    ConfiguredPolicy policy(good_conf());
+    auto admitted = [&](const std::string& gpus, const std::string& types, bool elastic) {
+      RingRequest r;
+      std::string err;
+      r.set("ring-model", "resnet50-b64", err);
+      r.set("ring-gpus", gpus, err);
+      if (!types.empty()) r.set("ring-types", types, err);
+      if (elastic) r.set("ring-elastic", "", err);
+      CPPUNIT_ASSERT_MESSAGE(err, policy.admit(r, three_types(), err));
+      return r;
+    };
+    // An idle cluster: the planner's choice (placement may prefer a slower type it has room on).
+    const auto fastest = policy.rank_types("resnet50-b64", {"v100", "p100", "k80"}).front();
+    auto idle = policy.initial_shape(admitted("4", "", false), three_types(), 0, 0);
+    CPPUNIT_ASSERT_MESSAGE(idle.why, !idle.type.empty() && idle.why.find("no GPUs free") == std::string::npos);
+    CPPUNIT_ASSERT_EQUAL(4, idle.gpus);
+    // Every GPU held: it waits for the fastest allowed type at its minimum, rounded up to a power
+    // of two within its maximum.
+    ringsched::Cluster full = three_types();
+    for (auto& n : full.nodes) n.free_gpus = 0;
+    auto waiting = policy.initial_shape(admitted("3-8", "", true), full, 0, 0);
+    CPPUNIT_ASSERT_EQUAL(fastest, waiting.type);
+    CPPUNIT_ASSERT_EQUAL(4, waiting.gpus);
+    CPPUNIT_ASSERT_MESSAGE(waiting.why, waiting.why.find("no GPUs free now") != std::string::npos);
+    auto k80 = policy.initial_shape(admitted("1-2", "k80", true), full, 0, 0);
+    CPPUNIT_ASSERT_EQUAL(std::string("k80"), k80.type);
+    CPPUNIT_ASSERT_EQUAL(1, k80.gpus);
+    // Without powers of two the minimum stays as it is.
+    ConfiguredPolicy any_count(RingschedConf::parse("ProfileFiles=" + data("profiles/gavel.csv") + "\nPowerOfTwo=no\n"
+                                                    "MaxGpusPerJob=16\n", "test.conf"));
+    RingRequest r3;
+    std::string err;
+    r3.set("ring-model", "resnet50-b64", err);
+    r3.set("ring-gpus", "3-8", err);
+    r3.set("ring-elastic", "", err);
+    CPPUNIT_ASSERT_MESSAGE(err, any_count.admit(r3, three_types(), err));
+    CPPUNIT_ASSERT_EQUAL(3, any_count.initial_shape(r3, full, 0, 0).gpus);
+  }
+
   void testSimilarityAdmitsUnprofiledModel() {
     // A model with a feature row but no profile is planned from its nearest known models.
-    Engine engine(good_conf());
+    ConfiguredPolicy engine(good_conf());
     const auto features = ringsched::FeatureTable::load_csv(data("model_features.csv"));
     std::string unprofiled;
     for (const auto& f : features.rows())

@@ -145,5 +145,6 @@ struct ResizeCosts {
 
 bool is_power_of_two(int n);
 int floor_power_of_two(int n);  // largest power of two <= n (n >= 1)
+int ceil_power_of_two(int n);   // smallest power of two >= n (1 for n <= 1; n <= 2^30)
 
 }  // namespace ringsched

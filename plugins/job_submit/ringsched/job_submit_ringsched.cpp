@@ -7,7 +7,6 @@
 #include <ctime>
 #include <exception>
 #include <string>
-#include <tuple>
 
 extern "C" {
 #include "src/common/log.h"
@@ -16,7 +15,7 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 
-#include "engine_holder.h"
+#include "policy_holder.h"
 #include "resize_note.h"
 #include "ring_request.h"
 #include "slurm_glue.h"
@@ -37,7 +36,7 @@ int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_
 
 namespace {
 
-ringsched::EngineHolder* g_engine = nullptr;
+ringsched::PolicyHolder* g_policy = nullptr;
 
 bool asks_for_gpus(const char* tres) { return tres && std::string(tres).find("gpu") != std::string::npos; }
 
@@ -70,12 +69,12 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
                   "ringsched: do not combine --constraint with --ring-* options; ringsched sets the "
                   "constraint to the GPU type it picks (use --ring-types to limit the types)");
 
-  std::shared_ptr<ringsched::Engine> engine = g_engine ? g_engine->get() : nullptr;
-  if (!engine) {
+  std::shared_ptr<ringsched::ConfiguredPolicy> policy = g_policy ? g_policy->get() : nullptr;
+  if (!policy) {
     // Neutral: nobody would give the job its GPUs, so it is refused now rather than accepted into
     // a state in which it cannot run (ringsched(8), NEUTRAL MODE).
     info("job_submit/ringsched: ring job of uid %u refused (neutral: %s)", submit_uid,
-         g_engine ? g_engine->last_error().c_str() : "not initialised");
+         g_policy ? g_policy->last_error().c_str() : "not initialised");
     return reject(err_msg,
                   "ringsched: ring jobs are not accepted now: the scheduler's configuration (ringsched.conf) is "
                   "invalid and the administrator has been told (slurmctld log). Submit again later, or now "
@@ -83,42 +82,13 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   }
   const ringsched::Cluster cluster = ringsched::snapshot_cluster();
   if (cluster.nodes.empty()) return reject(err_msg, "ringsched: this cluster has no typed GPU nodes");
-  if (!engine->admit(request, cluster, error)) return reject(err_msg, error);
+  if (!policy->admit(request, cluster, error)) return reject(err_msg, error);
 
   // The planner decides the initial shape for the cluster as it is now, this job alone.
-  const double now = static_cast<double>(std::time(nullptr));
   const double limit_s = (job_desc->time_limit != NO_VAL && job_desc->time_limit != INFINITE)
                              ? job_desc->time_limit * 60.0
                              : 0.0;
-  ringsched::Snapshot snap;
-  snap.cluster = cluster;
-  snap.now_s = now;
-  snap.jobs.push_back(engine->make_job("new", request, now, limit_s));
-  std::string type;
-  int gpus = 0;
-  std::string why;
-  try {
-    const ringsched::Plan plan = engine->planner().plan(snap);
-    const ringsched::JobPlan* jp = plan.find("new");
-    if (jp && jp->runs) {
-      std::tie(type, gpus) = engine->single_type(*jp, request.types, request.model, cluster);
-      why = jp->reason;
-      if (jp->gpus_by_type.size() > 1) why += " (mixed types: runs on " + type + " alone in Slurm)";
-    }
-  } catch (const std::exception& e) {
-    info("job_submit/ringsched: planner failed (%s); using the fastest type", e.what());
-  }
-  if (gpus <= 0) {
-    // Nothing free now: wait for the fastest allowed type at the minimum size.
-    const auto ranked = engine->rank_types(request.model, request.types);
-    for (const std::string& t : ranked)
-      if (cluster.gpus_of_type(t) >= request.min_gpus) { type = t; break; }
-    gpus = request.min_gpus;
-    if (engine->conf().planner.power_of_two && !ringsched::is_power_of_two(gpus))
-      gpus = 1 << (32 - __builtin_clz(static_cast<unsigned>(gpus)));  // next power of two
-    gpus = std::min(gpus, request.max_gpus);
-    why = "no GPUs free now: waits for " + type + " (fastest allowed type for " + request.model + ")";
-  }
+  const auto [type, gpus, why] = policy->initial_shape(request, cluster, static_cast<double>(std::time(nullptr)), limit_s);
   const ringsched::NodeSpread spread = ringsched::spread_gpus(cluster, type, gpus);
   if (type.empty() || spread.nodes == 0)
     return reject(err_msg, "ringsched: no node layout gives " + std::to_string(gpus) + " GPUs of type " +
@@ -151,8 +121,8 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
 
 extern "C" int init(void) {
   try {
-    g_engine = new ringsched::EngineHolder("job_submit/ringsched");
-    g_engine->get(true);  // logs a bad configuration now; the plugin still loads (neutral)
+    g_policy = new ringsched::PolicyHolder("job_submit/ringsched");
+    g_policy->get(true);  // logs a bad configuration now; the plugin still loads (neutral)
   } catch (const std::exception& e) {
     error("job_submit/ringsched: init: %s", e.what());
   }
@@ -160,8 +130,8 @@ extern "C" int init(void) {
 }
 
 extern "C" int fini(void) {
-  delete g_engine;
-  g_engine = nullptr;
+  delete g_policy;
+  g_policy = nullptr;
   return SLURM_SUCCESS;
 }
 

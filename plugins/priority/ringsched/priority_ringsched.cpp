@@ -44,7 +44,7 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 
-#include "engine_holder.h"
+#include "policy_holder.h"
 #include "resize_note.h"
 #include "ring_request.h"
 #include "slurm_glue.h"
@@ -109,11 +109,14 @@ struct Handover {
   ringsched::PlannerNote note;
 };
 
-// Whether a pending job is one ringrun requeued, held, for the resize its AdminComment asks for.
+// Whether a pending job is one ringrun requeued, held, for a resize of ours. Its note may name an
+// earlier decision than AdminComment holds: the planner can decide again while ringrun
+// checkpoints. The latest decision is the one applied (seen in a burst: matching only the same
+// decision left such jobs held for good).
 bool is_handover(const job_record_t* job, const ringsched::PlannerNote& note) {
   if (!note.is_request() || job->priority != 0 || job->state_reason != WAIT_HELD_USER) return false;
   const ringsched::WrapperNote w = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
-  return w.state == ringsched::WrapperNote::State::Requeued && w.at == note.at;
+  return w.state == ringsched::WrapperNote::State::Requeued && w.at <= note.at;
 }
 
 // A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`,
@@ -207,20 +210,20 @@ class PlanningThread {
   void round();
   RoundInput snapshot(bool with_engine) const;
   void apply_handovers(const RoundInput& in, time_t now);
-  RoundPlan plan(ringsched::Engine& engine, RoundInput& in, time_t now) const;
+  RoundPlan plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now) const;
   void set_priorities(const RoundInput& in, const RoundPlan& planned, time_t now) const;
-  void reshape_pending(const ringsched::Engine& engine, const RoundInput& in, const RoundPlan& planned,
+  void reshape_pending(const ringsched::ConfiguredPolicy& policy, const RoundInput& in, const RoundPlan& planned,
                        time_t now, RoundStats& stats);
   // Reshapes one pending job that the plan starts on `target` (or repairs it); counts in stats.
   void reshape_one(const RingJobRecord& r, const PendingShape& target, const ringsched::RingschedConf& conf,
                    const std::string& why, time_t now, RoundStats& stats);
-  void request_resizes(const ringsched::Engine& engine, const RoundInput& in, const RoundPlan& planned,
+  void request_resizes(const ringsched::ConfiguredPolicy& policy, const RoundInput& in, const RoundPlan& planned,
                        time_t now, RoundStats& stats);
   // Pending job `id`: from `from` to `to`, one field per update, read back; on any failure the
   // previous shape is put back field by field. Returns "" or what failed. `started` is set when
   // the job started before the first update (an ordinary race, not a failure).
   std::string apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to, bool* started = nullptr);
-  void write_plan(const ringsched::Engine& engine, const ringsched::Snapshot& snap,
+  void write_plan(const ringsched::ConfiguredPolicy& policy, const ringsched::Snapshot& snap,
                   const ringsched::Plan& plan, const std::map<std::string, RingJobRecord>& ring);
 
   std::thread thread_;
@@ -229,7 +232,7 @@ class PlanningThread {
   bool stop_ = false;
   bool event_ = false;
   std::atomic<bool> reconfig_{false};
-  ringsched::EngineHolder engine_{"priority/ringsched"};
+  ringsched::PolicyHolder policy_{"priority/ringsched"};
   std::map<uint32_t, std::string> signalled_;  // job -> last resize request sent
   std::map<uint32_t, ReshapeMemory> reshaped_;  // pending jobs this thread reshaped
   std::atomic<int> min_gap_s_{2};              // MinReplanGap of the last configuration seen
@@ -382,9 +385,9 @@ void PlanningThread::run() {
     int interval = 30;
     try {
       round();
-      if (auto engine = engine_.get()) {
-        interval = engine->conf().replan_interval_s;
-        min_gap_s_ = engine->conf().min_replan_gap_s;
+      if (auto policy = policy_.get()) {
+        interval = policy->conf().replan_interval_s;
+        min_gap_s_ = policy->conf().min_replan_gap_s;
       }
     } catch (const std::exception& e) {
       error("priority/ringsched: planning round failed: %s", e.what());
@@ -396,19 +399,19 @@ void PlanningThread::run() {
 }
 
 void PlanningThread::round() {
-  std::shared_ptr<ringsched::Engine> engine = engine_.get(reconfig_.exchange(false));
+  std::shared_ptr<ringsched::ConfiguredPolicy> policy = policy_.get(reconfig_.exchange(false));
   const time_t now = std::time(nullptr);
-  RoundInput in = snapshot(engine != nullptr);
+  RoundInput in = snapshot(policy != nullptr);
   // Step 0 needs no configuration: a job held for its resize is released even while neutral.
   apply_handovers(in, now);
   RoundPlan planned;
-  if (engine) planned = plan(*engine, in, now);
+  if (policy) planned = plan(*policy, in, now);
   set_priorities(in, planned, now);
-  if (!engine) return;
+  if (!policy) return;
   RoundStats stats;
   stats.ring = static_cast<int>(in.ring.size());
-  reshape_pending(*engine, in, planned, now, stats);
-  request_resizes(*engine, in, planned, now, stats);
+  reshape_pending(*policy, in, planned, now, stats);
+  request_resizes(*policy, in, planned, now, stats);
   for (auto it = reshaped_.begin(); it != reshaped_.end();)
     it = in.ring.count(std::to_string(it->first)) ? std::next(it) : reshaped_.erase(it);
   for (auto it = signalled_.begin(); it != signalled_.end();)
@@ -417,7 +420,7 @@ void PlanningThread::round() {
         "kept %d (interval) %d (plan on another type) %d (ringrun's resize); %d resize requests",
         stats.ring, stats.pending, stats.reshaped, stats.repaired, stats.failed, stats.kept_interval,
         stats.kept_type, stats.kept_wrapper, stats.resizes);
-  write_plan(*engine, planned.snap, planned.plan, in.ring);
+  write_plan(*policy, planned.snap, planned.plan, in.ring);
 }
 
 // 1. Snapshot under read locks.
@@ -508,7 +511,7 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
 }
 
 // 2. Plan, no lock held.
-RoundPlan PlanningThread::plan(ringsched::Engine& engine, RoundInput& in, time_t now) const {
+RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now) const {
   RoundPlan out;
   ringsched::Snapshot& snap = out.snap;
   snap.cluster = in.cluster;
@@ -520,8 +523,8 @@ RoundPlan PlanningThread::plan(ringsched::Engine& engine, RoundInput& in, time_t
       r.request.max_gpus = std::max(1, r.shape.gpus);
     }
     std::string why;
-    if (!engine.prepare_model(r.request.model, r.request.types, why)) continue;
-    ringsched::Job job = engine.make_job(id, r.request, static_cast<double>(r.submit), r.limit_s);
+    if (!policy.prepare_model(r.request.model, r.request.types, why)) continue;
+    ringsched::Job job = policy.make_job(id, r.request, static_cast<double>(r.submit), r.limit_s);
     job.user = "";
     if (r.running) {
       job.state = ringsched::JobState::Running;
@@ -529,7 +532,7 @@ RoundPlan PlanningThread::plan(ringsched::Engine& engine, RoundInput& in, time_t
       job.current_type = r.shape.type;
       job.current_gpus = r.shape.gpus;
       job.last_resize_s = static_cast<double>(r.last_resize());
-      const double speed = engine.model().iters_per_s(r.request.model, r.shape.type, std::max(1, r.shape.gpus));
+      const double speed = policy.model().iters_per_s(r.request.model, r.shape.type, std::max(1, r.shape.gpus));
       const double done = speed * std::max<double>(0, static_cast<double>(now - r.start));
       job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
       job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
@@ -541,7 +544,7 @@ RoundPlan PlanningThread::plan(ringsched::Engine& engine, RoundInput& in, time_t
     }
     snap.jobs.push_back(job);
   }
-  if (!snap.jobs.empty()) out.plan = engine.planner().plan(snap);
+  if (!snap.jobs.empty()) out.plan = policy.planner().plan(snap);
   for (const auto& jp : out.plan.jobs) out.by_job[jp.job_id] = &jp;
   return out;
 }
@@ -576,7 +579,7 @@ void PlanningThread::set_priorities(const RoundInput& in, const RoundPlan& plann
 
 // 4a. Pending ring jobs take the shape the plan starts them with (at most once per
 //     ReshapeInterval); a job we reshaped into BadConstraints is repaired.
-void PlanningThread::reshape_pending(const ringsched::Engine& engine, const RoundInput& in,
+void PlanningThread::reshape_pending(const ringsched::ConfiguredPolicy& policy, const RoundInput& in,
                                      const RoundPlan& planned, time_t now, RoundStats& stats) {
   for (const auto& [id, r] : in.ring) {
     if (r.running || r.handed_over) continue;  // step 0 has dealt with a handed-over job
@@ -587,12 +590,12 @@ void PlanningThread::reshape_pending(const ringsched::Engine& engine, const Roun
     std::string why;
     auto p = planned.by_job.find(id);
     if (p != planned.by_job.end() && p->second->runs && p->second->gpus > 0) {
-      const auto [type, gpus] = engine.single_type(*p->second, r.request.types, r.request.model, planned.snap.cluster);
+      const auto [type, gpus] = policy.single_type(*p->second, r.request.types, r.request.model, planned.snap.cluster);
       const ringsched::NodeSpread spread = ringsched::spread_gpus(planned.snap.cluster, type, gpus);
       if (!type.empty() && spread.nodes > 0) target = PendingShape{type, spread.per_node, spread.nodes, current.by_feature};
       why = p->second->reason;
     }
-    reshape_one(r, target, engine.conf(), why, now, stats);
+    reshape_one(r, target, policy.conf(), why, now, stats);
   }
 }
 
@@ -670,15 +673,15 @@ void PlanningThread::reshape_one(const RingJobRecord& r, const PendingShape& tar
 
 // 4b. Running elastic jobs the plan resizes: the request goes into AdminComment; SIGUSR2 nudges
 //     ringrun when its note says the signal reaches it (else it reads the note within seconds).
-void PlanningThread::request_resizes(const ringsched::Engine& engine, const RoundInput& in,
+void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, const RoundInput& in,
                                      const RoundPlan& planned, time_t now, RoundStats& stats) {
-  const ringsched::RingschedConf& conf = engine.conf();
+  const ringsched::RingschedConf& conf = policy.conf();
   for (const auto& jp : planned.plan.jobs) {
     auto it = in.ring.find(jp.job_id);
     if (it == in.ring.end() || !jp.runs || jp.gpus <= 0) continue;
     const RingJobRecord& r = it->second;
     if (!r.running || !jp.resize || !conf.resize_running || !r.request.is_elastic()) continue;
-    const auto [type, gpus] = engine.single_type(jp, r.request.types, r.request.model, planned.snap.cluster);
+    const auto [type, gpus] = policy.single_type(jp, r.request.types, r.request.model, planned.snap.cluster);
     if (type.empty()) continue;
     // A job with a typed gres request keeps its type when requeued (see reshape_one).
     if (type != r.shape.type && !r.shape.type_by_feature) continue;
@@ -710,10 +713,10 @@ void PlanningThread::request_resizes(const ringsched::Engine& engine, const Roun
   }
 }
 
-void PlanningThread::write_plan(const ringsched::Engine& engine, const ringsched::Snapshot& snap,
+void PlanningThread::write_plan(const ringsched::ConfiguredPolicy& policy, const ringsched::Snapshot& snap,
                                 const ringsched::Plan& plan,
                                 const std::map<std::string, RingJobRecord>& ring) {
-  std::string path = engine.conf().plan_file;
+  std::string path = policy.conf().plan_file;
   if (path.empty()) {
     slurmctld_lock_t conf_read = {READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
     lock_slurmctld(conf_read);
@@ -723,7 +726,7 @@ void PlanningThread::write_plan(const ringsched::Engine& engine, const ringsched
   }
   json_t* root = json_object();
   json_object_set_new(root, "generated_at", json_integer(static_cast<json_int_t>(snap.now_s)));
-  json_object_set_new(root, "config", json_string(engine.conf().path.c_str()));
+  json_object_set_new(root, "config", json_string(policy.conf().path.c_str()));
   json_t* nodes = json_array();
   for (const auto& n : snap.cluster.nodes) {
     json_t* o = json_object();

@@ -1,4 +1,4 @@
-#include "engine_holder.h"
+#include "policy_holder.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@ extern "C" {
 
 namespace ringsched {
 
-std::string EngineHolder::config_path() {
+std::string PolicyHolder::config_path() {
   if (const char* env = std::getenv("RINGSCHED_CONF"); env && *env) return env;
   char* p = get_extra_conf_path(const_cast<char*>("ringsched.conf"));
   std::string path = p ? p : "/etc/slurm/ringsched.conf";
@@ -21,7 +21,7 @@ std::string EngineHolder::config_path() {
   return path;
 }
 
-std::shared_ptr<Engine> EngineHolder::get(bool force) {
+std::shared_ptr<ConfiguredPolicy> PolicyHolder::get(bool force) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string path = config_path();
   struct stat st {};
@@ -29,30 +29,30 @@ std::shared_ptr<Engine> EngineHolder::get(bool force) {
   const bool changed = !loaded_once_ || path != loaded_path_ || !exists ||
                        st.st_mtim.tv_sec != loaded_mtime_.tv_sec ||
                        st.st_mtim.tv_nsec != loaded_mtime_.tv_nsec;
-  if (!force && !changed) return engine_;
+  if (!force && !changed) return policy_;
   const bool first = !loaded_once_;
   const std::string old_error = error_;
   loaded_once_ = true;
   loaded_path_ = path;
   loaded_mtime_ = exists ? st.st_mtim : timespec{0, 0};
   try {
-    auto engine = std::make_shared<Engine>(RingschedConf::load(path));
-    engine_ = engine;
+    auto policy = std::make_shared<ConfiguredPolicy>(RingschedConf::load(path));
+    policy_ = policy;
     error_.clear();
     info("%s: loaded %s: policy %s, %zu profile points", who_.c_str(), path.c_str(),
-         policy_name(engine->conf().planner.policy), engine->model().table().points().size());
+         policy_name(policy->conf().planner.policy), policy->model().table().points().size());
   } catch (const std::exception& e) {
-    engine_.reset();
+    policy_.reset();
     error_ = e.what();
     // Once per change, not on every call while the file stays bad.
     if (first || force || error_ != old_error || changed)
       ::error("%s: %s; running neutral (no ring scheduling) until it is fixed", who_.c_str(),
             error_.c_str());
   }
-  return engine_;
+  return policy_;
 }
 
-std::string EngineHolder::last_error() {
+std::string PolicyHolder::last_error() {
   std::lock_guard<std::mutex> lock(mu_);
   return error_;
 }
