@@ -67,6 +67,14 @@ JOB
 done
 chown "$user": "$out"/*.sh; chmod 755 "$out"/*.sh
 
+# Finished jobs leave slurmctld's memory after MinJobAge: every record is kept as it is seen, from
+# the first submission on.
+: > "$out/records"
+( while [ ! -f "$out/stop-recording" ]; do
+    scontrol show job -o 2>/dev/null | grep 'JobName=burst' >> "$out/records" || true
+    sleep 5
+  done ) &
+recorder=$!
 echo "resize_burst: submitting $jobs elastic ring jobs (1-8 GPUs, $steps steps each) as $user"
 t0=$SECONDS
 runuser -u "$user" -- sh -c "cd '$out' && for i in \$(seq $jobs); do
@@ -77,16 +85,14 @@ submitted=$(grep -c '^[0-9]' "$out/submitted" || true)
 echo "resize_burst: $submitted submitted in $((SECONDS - t0)) s; waiting for them to end"
 ids=$(grep '^[0-9]' "$out/submitted" | paste -sd, -)
 deadline=$((SECONDS + timeout))
-# Finished jobs leave slurmctld's memory after MinJobAge: every record is kept as it is seen.
-: > "$out/records"
 while :; do
-  scontrol show job -o 2>/dev/null | grep 'JobName=burst' >> "$out/records" || true
   left=$(squeue -h -j "$ids" -t PD,R,CG,CF,S -o %i 2>/dev/null | wc -l)
   [ "$left" -eq 0 ] && break
   [ $SECONDS -lt $deadline ] || { echo "resize_burst: $left jobs still active after $timeout s"; break; }
   echo "resize_burst: $((SECONDS - t0)) s: $left jobs left"
-  sleep 10
+  sleep 15
 done
+touch "$out/stop-recording"; wait "$recorder" || true
 scontrol show job -o 2>/dev/null | grep 'JobName=burst' >> "$out/records" || true
 # The last record of each job.
 awk '{ id = $1; last[id] = $0 } END { for (id in last) print last[id] }' "$out/records" > "$out/jobs.txt"
@@ -95,6 +101,7 @@ other=$(grep -v 'JobState=COMPLETED' "$out/jobs.txt" | grep -c 'JobName=burst' |
 sig12=$(grep -c 'ExitCode=0:12\|ExitCode=[0-9]*:12 ' "$out/jobs.txt" || true)
 restarts=$(grep -o 'Restarts=[0-9]*' "$out/jobs.txt" | awk -F= '{ s += $2 } END { print s + 0 }')
 grep -v 'JobState=COMPLETED' "$out/jobs.txt" | grep 'JobName=burst' | sed 's/ .*JobState=/ /; s/ Reason=\([^ ]*\).*ExitCode=\([^ ]*\).*/ \1 exit \2/' > "$out/not-completed" || true
-echo "resize_burst: $jobs jobs, $((SECONDS - t0)) s: $completed completed, $other ended otherwise" \
+seen=$(wc -l < "$out/jobs.txt")
+echo "resize_burst: $jobs jobs ($seen seen), $((SECONDS - t0)) s: $completed completed, $other ended otherwise" \
      "($sig12 by signal 12), $restarts resizes carried out (requeues); details in $out"
 [ "$other" -eq 0 ]

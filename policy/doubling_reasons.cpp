@@ -43,7 +43,7 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
     }
     if (job.running && pinned[j]) {
       if (pinned_for_interval[j])
-        why = "kept at " + std::to_string(g) + ": resized " +
+        why = "kept at " + std::to_string(g) + ": started or resized " +
               seconds(now_s_ - job.last_resize_s) + " ago, minimum interval " +
               seconds(costs_.min_interval_s);
       else

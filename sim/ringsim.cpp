@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -30,7 +31,7 @@ const char kUsage[] =
     "usage: ringsim run --trace FILE --cluster SPEC --profiles FILE[,FILE...] [options]\n"
     "       ringsim import gavel|elasticflow SRC -o OUT.csv\n"
     "       ringsim trace gavel|durations|sacct SRC -o OUT.csv [options]\n"
-    "       ringsim trace synth -o OUT.csv --jobs N --profiles FILE --ref-type T --jobs-per-hour R\n"
+    "       ringsim trace synth -o OUT.csv --jobs N --profiles FILE --ref-type T --jobs-per-hour R [--cluster C]\n"
     "\n"
     "run: replay a trace (DESIGN 5 format) under one or several policies.\n"
     "  --trace FILE           job_id,submit_s,model,gpus,iterations[,min_gpus,max_gpus,elastic,user,spb]\n"
@@ -66,7 +67,8 @@ const char kUsage[] =
     "  durations SRC          ITP clusterNN.csv or philly_job_distribution.csv: a model is drawn per\n"
     "                         job, iterations = duration * v(model, --ref-type, gpus)\n"
     "  sacct SRC              `sacct --parsable2 -o JobID,Submit,Start,End,AllocTRES[,State,User]`\n"
-    "  synth                  synthetic trace (--jobs N, --min-s, --max-s run-time range)\n"
+    "  synth                  synthetic trace (--jobs N, --min-s, --max-s run-time range; --cluster C caps\n"
+    "                         sizes at C's largest pool of one GPU type)\n"
     "  --profiles FILES       (durations, sacct, synth) speeds that turn durations into iterations\n"
     "  --ref-type T           reference GPU type of the durations\n"
     "  --models M1,M2         models to draw from (default: all profiled on the reference type)\n"
@@ -308,7 +310,8 @@ int cmd_import(int argc, char** argv) {
 int cmd_trace(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--output", "--profiles", "--ref-type", "--models", "--jobs-per-hour", "--max-gpus",
-                       "--spb-fraction", "--time-scale", "--limit", "--seed", "--jobs", "--min-s", "--max-s"},
+                       "--spb-fraction", "--time-scale", "--limit", "--seed", "--jobs", "--min-s", "--max-s",
+                       "--cluster", "--gpus-per-node"},
                       {"--inelastic"});
   if (a.positional.empty()) throw InputError("usage: ringsim trace gavel|durations|sacct SRC -o OUT.csv");
   const std::string kind = a.positional[0];
@@ -328,6 +331,14 @@ int cmd_trace(int argc, char** argv) {
   if (kind == "synth") {
     if (a.positional.size() != 1) throw InputError("usage: ringsim trace synth -o OUT.csv --jobs N ...");
     ringsched::ThroughputModel tm(load_profiles(need_opt(a, "--profiles")));
+    if (a.opt.count("--cluster")) {
+      // No job larger than the cluster's largest pool of one type: `run` would refuse it.
+      const ringsched::Cluster c =
+          load_cluster(a.opt["--cluster"], static_cast<int>(number_opt(a, "--gpus-per-node", 4, 1, 1024)));
+      int pool = 0;
+      for (const std::string& type : c.types()) pool = std::max(pool, c.gpus_of_type(type));
+      o.max_gpus_cap = std::min(o.max_gpus_cap, ringsched::floor_power_of_two(std::max(1, pool)));
+    }
     t = synth_trace(tm, static_cast<long>(number_opt(a, "--jobs", 1000, 1, 1e7)), number_opt(a, "--min-s", 600, 1, 1e9),
                     number_opt(a, "--max-s", 36000, 1, 1e9), o);
     rep.jobs = static_cast<int>(t.jobs.size());
@@ -344,7 +355,10 @@ int cmd_trace(int argc, char** argv) {
     }
   }
   t.save_csv(out);
-  std::cout << out << ": " << t.jobs.size() << " jobs from " << rep.rows << " rows";
+  if (kind == "synth")
+    std::cout << out << ": " << t.jobs.size() << " jobs synthesised, up to " << o.max_gpus_cap << " GPUs each";
+  else
+    std::cout << out << ": " << t.jobs.size() << " jobs from " << rep.rows << " rows";
   if (rep.skipped) std::cout << "; skipped " << rep.skipped << " (" << rep.skipped_why << ")";
   std::cout << "\n";
   return 0;

@@ -393,7 +393,7 @@ class DoublingTest : public CppUnit::TestFixture {
     ResizeCosts costs;  // 30 s restart, gain x2, 300 s interval
     DoublingResult early = doubling_heuristic({job}, {0}, 8, costs, 1100.0);
     CPPUNIT_ASSERT_EQUAL(2, early.gpus[0]);
-    CPPUNIT_ASSERT(contains(early.reasons[0], "kept at 2: resized 100 s ago, minimum interval 300 s"));
+    CPPUNIT_ASSERT(contains(early.reasons[0], "kept at 2: started or resized 100 s ago, minimum interval 300 s"));
     DoublingResult later = doubling_heuristic({job}, {0}, 8, costs, 1300.0);
     CPPUNIT_ASSERT_EQUAL(8, later.gpus[0]);
   }

@@ -391,6 +391,17 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(1, run("run --quiet --trace " + tr + " --cluster " + cl + " --profiles " + prof +
                                     " --round -5", &out));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--round"));
+    // A synthetic trace for a cluster holds no job larger than its largest pool of one GPU type,
+    // so that `run` takes every job; and it says what it made, not "from 0 rows" (issue 14.6).
+    const std::string cl24 = d.write("c24.csv", "node,gpu_type,gpus\nv1,v100,4\nv2,v100,4\np1,p100,4\n"
+                                                "p2,p100,4\nk1,k80,4\nk2,k80,4\n");
+    const std::string synth = d.path() + "/synth.csv";
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run("trace synth -o " + synth + " --jobs 60 --profiles " +
+                                                 repo_file("data/profiles/gavel.csv") + " --ref-type v100 --jobs-per-hour 60 --cluster " + cl24,
+                                             &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "60 jobs synthesised, up to 8 GPUs") && !contains(out, "rows"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run("run --quiet --trace " + synth + " --cluster " + cl24 + " --profiles " +
+                                                 repo_file("data/profiles/gavel.csv") + " --compare fifo", &out));
   }
 };
 

@@ -169,6 +169,13 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     for (const char* o : {"--ring-model=NAME", "--ring-gpus=MIN-MAX", "--ring-elastic", "--ring-fixed",
                           "--ring-spb", "--ring-types=LIST"})
       CPPUNIT_ASSERT_MESSAGE(o, r.out.find(o) != std::string::npos);
+    // The help's example model is one the cluster accepts (issue 14.6).
+    const size_t eg = r.out.find("(e.g. ");
+    CPPUNIT_ASSERT_MESSAGE(r.out, eg != std::string::npos);
+    const std::string example = r.out.substr(eg + 6, r.out.find_first_of(";) \n", eg + 6) - eg - 6);
+    std::string out;
+    CPPUNIT_ASSERT_MESSAGE(example + ": " + out,
+                           cluster().submit("--hold --ring-model=" + example + " --wrap true", &out) > 0);
   }
 
   void testRejectsUnknownType() {
@@ -189,6 +196,9 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     // Above MaxGpusPerJob.
     CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=resnet50-b64 --ring-gpus=1-64 --wrap true", &out));
     CPPUNIT_ASSERT_MESSAGE(out, out.find("MaxGpusPerJob=16") != std::string::npos);
+    // A ring option without a model: refused, not submitted as an ordinary job (issue 14.6).
+    CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-elastic --wrap true", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, out.find("--ring-model") != std::string::npos);
     // A model nobody knows, with no feature row to predict it from.
     CPPUNIT_ASSERT_EQUAL(0u, cluster().submit("--ring-model=no-such-model --wrap true", &out));
     CPPUNIT_ASSERT_MESSAGE(out, out.find("no-such-model") != std::string::npos);
@@ -337,6 +347,13 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(explain.out, 0, explain.rc);
     CPPUNIT_ASSERT_MESSAGE(explain.out, explain.out.find("why:") != std::string::npos);
     CPPUNIT_ASSERT_MESSAGE(explain.out, explain.out.find("resnet50-b64") != std::string::npos);
+    // A pending job's request is what it asks for, not what it has now (issue 14.6).
+    const unsigned held = cluster().submit("--hold --ring-model=resnet50-b64 --ring-gpus=2 --ring-fixed --wrap true", &out);
+    CPPUNIT_ASSERT_MESSAGE(out, held > 0);
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return read_plan().jobs[std::to_string(held)].found; }, 15));
+    const auto waiting = cluster().run(cli + " explain " + std::to_string(held));
+    CPPUNIT_ASSERT_MESSAGE(waiting.out, waiting.out.find("asks for: 2 x ") != std::string::npos &&
+                                           waiting.out.find("now:") == std::string::npos);
     const auto missing = cluster().run(cli + " explain 999999");
     CPPUNIT_ASSERT(missing.rc != 0);
   }

@@ -90,6 +90,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(SlurmUsersTest);
   CPPUNIT_TEST(testPlannerResizesOrdinaryUsersJob);
   CPPUNIT_TEST(testUsersCannotChangeShapesOrOthersJobs);
+  CPPUNIT_TEST(testHandoverTakesLatestDecision);
   CPPUNIT_TEST(testEarlyResizeSignalIsDeferred);
   CPPUNIT_TEST(testAttacksLeaveJobUnaffected);
   CPPUNIT_TEST_SUITE_END();
@@ -174,6 +175,34 @@ class SlurmUsersTest : public CppUnit::TestFixture {
     // What is the owner's stays allowed.
     const auto ok = cluster().run_as(kOwner, "scontrol update JobId=" + id + " TimeLimit=10");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(ok.out, 0, ok.rc);
+  }
+
+  void testHandoverTakesLatestDecision() {
+    // ringrun requeued its job (held) for the planner's decision at 100; the planner has decided
+    // again since (at 200): the planner applies its latest decision and releases the job. A
+    // Comment naming a later decision than the planner's (forged) applies nothing.
+    UserDir w(kOwner, "755");
+    std::string msg;
+    const unsigned job = cluster().submit_as(kOwner, "--hold -o /dev/null --constraint=v100 --gres=gpu:1 --wrap 'sleep 1'",
+                                             w.path(), &msg);
+    const unsigned forged = cluster().submit_as(kOwner, "--hold -o /dev/null --constraint=v100 --gres=gpu:1 --wrap 'sleep 1'",
+                                                w.path(), &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, job > 0 && forged > 0);
+    for (const auto& [id, at] : {std::pair<unsigned, int>{job, 100}, {forged, 300}}) {
+      auto r = cluster().run("scontrol update JobId=" + std::to_string(id) + " AdminComment=ringsched:resize=2,type=v100,at=200");
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+      r = cluster().run_as(kOwner, "scontrol update JobId=" + std::to_string(id) +
+                                       " Comment=ringsched:wrapper=requeued,at=" + std::to_string(at));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    }
+    CPPUNIT_ASSERT_MESSAGE(cluster().run("scontrol show job " + std::to_string(job)).out, SlurmTestCluster::wait_for([&] {
+                             return cluster().job_field(job, "AdminComment") == "ringsched:resized=2,type=v100,at=200";
+                           }, 20));
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:2"), cluster().job_field(job, "TresPerNode"));
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(job, "JobState") != "PENDING"; }, 30));
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:resize=2,type=v100,at=200"), cluster().job_field(forged, "AdminComment"));
+    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:1"), cluster().job_field(forged, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(std::string("PENDING"), cluster().job_field(forged, "JobState"));
   }
 
   void testEarlyResizeSignalIsDeferred() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "configured_policy.h"
 #include "ringsched_conf.h"
 
 namespace {
@@ -114,7 +115,9 @@ int cmd_status(const std::string& plan_path) {
   json_t* j;
   json_array_foreach(json_object_get(root, "jobs"), i, j) {
     json_t* p = plan_row(root, str(j, "job_id"));
-    const std::string now = num(j, "current_gpus") > 0
+    // A pending job holds nothing yet: its request is not what it has "now".
+    const bool job_running = std::string(str(j, "state")) == "running";
+    const std::string now = job_running && num(j, "current_gpus") > 0
                                 ? std::to_string(num(j, "current_gpus")) + "x" + str(j, "current_type")
                                 : "-";
     const std::string range = std::to_string(num(j, "min_gpus")) + "-" + std::to_string(num(j, "max_gpus"));
@@ -150,7 +153,8 @@ int cmd_explain(const std::string& plan_path, const std::string& id) {
               num(j, "min_gpus"), num(j, "max_gpus"),
               json_is_true(json_object_get(j, "elastic")) ? "elastic" : "fixed size");
   if (num(j, "current_gpus") > 0)
-    std::printf("  now:      %lld x %s\n", num(j, "current_gpus"), str(j, "current_type"));
+    std::printf("  %s %lld x %s\n", std::string(str(j, "state")) == "running" ? "now:     " : "asks for:",
+                num(j, "current_gpus"), str(j, "current_type"));
   std::printf("  progress: %.0f of %.0f iterations left (estimated)\n", real(j, "remaining"),
               real(j, "iterations"));
   if (!p) {
@@ -175,8 +179,8 @@ int cmd_explain(const std::string& plan_path, const std::string& id) {
 }
 
 int cmd_profiles(const std::string& conf_path, const std::string& model) {
-  ringsched::Engine engine(ringsched::RingschedConf::load(conf_path));
-  const ringsched::ThroughputModel& tm = engine.model();
+  ringsched::ConfiguredPolicy policy(ringsched::RingschedConf::load(conf_path));
+  const ringsched::ThroughputModel& tm = policy.model();
   const std::vector<std::string> types = tm.table().types();
   if (model.empty()) {
     std::printf("%-24s", "MODEL");
@@ -188,24 +192,24 @@ int cmd_profiles(const std::string& conf_path, const std::string& model) {
         const double v = tm.iters_per_s(m, t, 1);
         if (v > 0) std::printf(" %10.3f", v); else std::printf(" %10s", "-");
       }
-      const auto ranked = engine.rank_types(m, types);
+      const auto ranked = policy.rank_types(m, types);
       std::printf("  %s\n", ranked.empty() ? "-" : ranked.front().c_str());
     }
     return 0;
   }
   std::string why;
   const bool measured = tm.table().has(model);
-  if (!engine.prepare_model(model, types, why)) {
+  if (!policy.prepare_model(model, types, why)) {
     std::fprintf(stderr, "ringsched: %s\n", why.c_str());
     return 1;
   }
   std::printf("model %s (%s)\n", model.c_str(),
               measured ? "measured" : "predicted from similar models");
   std::printf("%-8s %6s %12s %s\n", "TYPE", "GPUS", "ITERS/S", "SOURCE");
-  for (const auto& t : engine.rank_types(model, types))
+  for (const auto& t : policy.rank_types(model, types))
     for (int n = 1; n <= 8; n *= 2)
-      std::printf("%-8s %6d %12.3f %s\n", t.c_str(), n, engine.model().iters_per_s(model, t, n),
-                  engine.model().is_predicted(model, t) ? "predicted" : "profile/fit");
+      std::printf("%-8s %6d %12.3f %s\n", t.c_str(), n, policy.model().iters_per_s(model, t, n),
+                  policy.model().is_predicted(model, t) ? "predicted" : "profile/fit");
   return 0;
 }
 

@@ -79,17 +79,20 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) 
   if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) return 0;
   if (!g_request.present) return 0;
   try {
-    std::string error;
-    if (!g_request.validate(error)) {
-      slurm_error("%s", error.c_str());
-      return -1;
-    }
+    // The request goes to the job even when it is invalid: with the plugin "optional" in
+    // plugstack.conf, sbatch ignores our -1 and submits, and job_submit/ringsched must then see a
+    // ring request to refuse (with this same message), not an ordinary job.
     for (const auto& [name, value] : g_request.to_env()) {
       const spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
       if (rc != ESPANK_SUCCESS) {
         slurm_error("ringsched: cannot pass %s to the job: %s", name.c_str(), spank_strerror(rc));
         return -1;
       }
+    }
+    std::string error;
+    if (!g_request.validate(error)) {
+      slurm_error("%s", error.c_str());
+      return -1;
     }
     return 0;
   } catch (...) {
