@@ -9,9 +9,12 @@
 #                                 seconds; PlanFile in $RINGSCHED_CLUSTER_DIR
 #
 # The trace is DESIGN 5's format: job_id,submit_s,model,gpus,iterations[,min_gpus,max_gpus,
-# elastic,user,spb]. Each job is `ringrun -- ringrun-train --emulate-model=MODEL`: every iteration
-# takes the time the Gavel profile gives for the GPU type and count it runs on, while the
-# allreduce between its workers is real.
+# elastic,user,spb[,program]]. Each job is `ringrun -- ringrun-train --emulate-model=MODEL`: every
+# iteration takes the time the Gavel profile gives for the GPU type and count it runs on, while the
+# allreduce between its workers is real. With program "torch" the job is a real PyTorch job
+# instead: python/examples/train_digits.py (a CNN on load_digits, DDP on libringrt's "ringrt"
+# backend, elastic; SPB with spb=1) for `iterations` steps, scheduled as MODEL. The table shows
+# each job's final loss (and test accuracy for PyTorch jobs) next to its JCT.
 #   ringsched: sbatch --ring-model/--ring-gpus/--ring-iters (elastic jobs --ring-elastic), no gres:
 #              the plugins pick type and count and resize elastic jobs while they run.
 #   stock:     sbatch --gres=gpu:GPUS (untyped): cons_tres + backfill + the default priority.
@@ -63,18 +66,28 @@ cmd_run() {
   monitor "$out" "${#rows[@]}" "$timeout" & monitor_pid=$!
   local r
   for r in "${rows[@]}"; do
-    IFS=, read -r id submit model gpus iters min max elastic user spb <<<"$r"
-    min=${min:-$gpus}; max=${max:-$gpus}; elastic=${elastic:-0}; spb=${spb:-0}
+    IFS=, read -r id submit model gpus iters min max elastic user spb program <<<"$r"
+    min=${min:-$gpus}; max=${max:-$gpus}; elastic=${elastic:-0}; spb=${spb:-0}; program=${program:-ringrun-train}
     local now wait
     now=$(date +%s.%N)
     wait=$(awk -v t0="$t0" -v s="$submit" -v n="$now" 'BEGIN { w = t0 + s - n; print (w > 0 ? w : 0) }')
     sleep "$wait"
     local name=j$id script=$out/jobs/j$id.sh
-    {
-      echo "#!/bin/sh"
-      echo "exec $ringrun --model=$model --profiles=$profiles --report=$out/measured.csv --ckpt-dir=$out/ck/$name \\"
-      echo "  -- $train --steps=$iters --log-every=100000 --emulate-model=$model$([ "$spb" = 1 ] && echo ' --spb')"
-    } > "$script"
+    if [ "$program" = torch ]; then
+      [ -f "$builddir/python/site/ringsched/torch/_ringrt.so" ] || die "run: $name is a PyTorch job but $builddir has no ringsched.torch"
+      {
+        echo "#!/bin/sh"
+        echo "export PYTHONPATH=$builddir/python/site"
+        echo "exec $ringrun --ckpt-dir=$out/ck/$name \\"
+        echo "  -- ${PYTHON:-/usr/bin/python3} $repo/python/examples/train_digits.py --steps=$iters --ckpt-every=50 --pace=0.1$([ "$spb" = 1 ] && echo ' --spb')"
+      } > "$script"
+    else
+      {
+        echo "#!/bin/sh"
+        echo "exec $ringrun --model=$model --profiles=$profiles --report=$out/measured.csv --ckpt-dir=$out/ck/$name \\"
+        echo "  -- $train --steps=$iters --log-every=100000 --emulate-model=$model$([ "$spb" = 1 ] && echo ' --spb')"
+      } > "$script"
+    fi
     chmod +x "$script"
     local args=(--parsable -J "$name" -o "$out/logs/$name.out" --open-mode=append --requeue)
     if [ "$mode" = ringsched ]; then
@@ -171,7 +184,7 @@ cmd_table() {
   [ -f "$out/submitted" ] || die "table: $out/submitted missing (not a ringjobs run folder)"
   local mode
   mode=$(cat "$out/mode" 2>/dev/null || echo "?")
-  printf '\n%-6s %-18s %-6s %-7s %9s %9s %9s %8s %s\n' job model asked sizes submit_s end_s jct_s restarts result
+  printf '\n%-6s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' job model asked sizes submit_s end_s jct_s restarts result final
   local name jid sub model gpus range elastic
   while read -r name jid sub model gpus range elastic; do
     local ev=$out/ck/$name/events end="" result="unfinished" restarts=0 sizes=""
@@ -188,7 +201,11 @@ cmd_table() {
       jct=$(awk -v a="$sub" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
       endrel=$(awk -v b="$end" -v t0="$(cat "$out/t0")" 'BEGIN { printf "%.1f", b - t0 }')
     fi
-    printf '%-6s %-18s %-6s %-7s %9s %9s %9s %8s %s\n' "$name" "$model" "$range" "${sizes:--}" "$subrel" "$endrel" "$jct" "$restarts" "$result"
+    # The trainer's last word: ringrun-train's last logged loss, train_digits' loss and accuracy.
+    local final
+    final=$(awk '/^train_digits: done/ { f = "loss " $7 " acc " $9 } /^ringrun-train: step/ { f = "loss " $5 }
+                 END { print (f == "" ? "-" : f) }' "$out/logs/$name.out" 2>/dev/null || echo -)
+    printf '%-6s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' "$name" "$model" "$range" "${sizes:--}" "$subrel" "$endrel" "$jct" "$restarts" "$result" "$final"
     printf '%s %s %s %s %s\n' "$name" "$jct" "$endrel" "$restarts" "$result" >> "$out/rows.tmp"
   done < "$out/submitted"
   awk -v mode="$mode" '{ n++; if ($2 != "-") { j += $2; ok++; if ($3 > mk) mk = $3 } r += $4 }

@@ -3,8 +3,10 @@
 # the dependencies, builds out of tree in ./build, starts the local heterogeneous Slurm cluster
 # (2 nodes x 4 GPUs each of v100, p100, k80) with ringsched active, runs a mixed workload of real
 # ring-allreduce training jobs (ringrun + ringrun-train, several models, some elastic, one with
-# SPB; each iteration emulates its GPU type's profiled speed, the allreduce is real), shows live
-# what is placed, grown and shrunk, prints a JCT table and tears the cluster down.
+# SPB; each iteration emulates its GPU type's profiled speed, the allreduce is real) and two real
+# PyTorch jobs (a CNN on load_digits over the "ringrt" backend: one elastic, resized as the
+# cluster fills and empties, one with SPB), shows live what is placed, grown and shrunk, prints a
+# table of JCT and final loss/accuracy and tears the cluster down.
 #   scripts/run-demo.sh [--keep]      --keep leaves the cluster up afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,11 +47,20 @@ eval "$(scripts/testcluster.sh env)"
 
 # Three elastic jobs start while the cluster is idle; five fixed ones arrive within 30 s and the
 # elastic ones shrink to make room, then grow back as the fixed ones finish.
-log "4/5 workload: 8 ring jobs (job_id,submit_s,model,gpus,iterations,min,max,elastic,user,spb)"
+# PyTorch jobs (program "torch", scripts/ringjobs.sh) train for real on the CPUs; they are
+# scheduled as the model named in their row.
+torch_jobs=""
+if [ -f build/python/site/ringsched/torch/_ringrt.so ]; then
+  torch_jobs="9,0,resnet18-b128,2,500,1,4,1,ivan,0,torch
+10,40,resnet50-b64,2,300,2,2,0,judy,1,torch"
+else
+  log "no PyTorch jobs: configure found no torch (scripts/install-deps.sh installs python3-torch)"
+fi
+log "4/5 workload: 8 ring jobs and $([ -n "$torch_jobs" ] && echo 2 || echo no) PyTorch jobs (job_id,submit_s,model,gpus,iterations,min,max,elastic,user,spb,program)"
 run=$top/.run/demo
 mkdir -p "$run"
 cat > "$run/trace.csv" <<TRACE
-job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb
+job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb,program
 1,0,transformer-b128,8,2000,1,8,1,alice,0
 2,5,resnet50-b64,4,800,1,8,1,bob,0
 3,10,resnet18-b128,4,2000,4,4,0,carol,0
@@ -58,6 +69,7 @@ job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb
 6,25,transformer-b64,4,400,4,4,0,frank,0
 7,30,a3c,2,400,2,2,0,grace,0
 8,35,resnet50-b64,4,500,1,8,1,heidi,1
+${torch_jobs}
 TRACE
 cat "$run/trace.csv"
 log "live view: [seconds] job state size (placed / requeued to resize / grown / shrunk)"
