@@ -9,69 +9,7 @@ namespace ringsim {
 
 using ringsched::InputError;
 
-FreeMap::FreeMap(const ringsched::Cluster& c) : cluster_(c) {
-  for (const ringsched::Node& n : c.nodes) {
-    index_[n.name] = free_.size();
-    free_.push_back(n.gpus);
-    free_by_type_[n.gpu_type] += n.gpus;
-  }
-}
-
-void FreeMap::take(const std::map<std::string, int>& alloc) {
-  for (const auto& kv : alloc) {
-    auto it = index_.find(kv.first);
-    if (it == index_.end()) continue;  // not a node of this cluster: the engine rejects it
-    free_[it->second] -= kv.second;
-    free_by_type_[cluster_.nodes[it->second].gpu_type] -= kv.second;
-  }
-}
-
-namespace {
-bool type_ok(const std::vector<std::string>& types, const std::string& t) {
-  return types.empty() || std::find(types.begin(), types.end(), t) != types.end();
-}
-}  // namespace
-
-int FreeMap::free_of(const std::vector<std::string>& types) const {
-  int s = 0;
-  if (types.empty()) {
-    for (const auto& kv : free_by_type_) s += kv.second;
-  } else {
-    for (const std::string& t : types) {
-      auto it = free_by_type_.find(t);
-      if (it != free_by_type_.end()) s += it->second;
-    }
-  }
-  return s;
-}
-
-std::map<std::string, int> FreeMap::place(int n, const std::vector<std::string>& types) {
-  std::map<std::string, int> out;
-  if (n <= 0 || free_of(types) < n) return out;
-  int best = -1;
-  for (size_t i = 0; i < free_.size(); ++i)
-    if (type_ok(types, cluster_.nodes[i].gpu_type) && free_[i] >= n && (best < 0 || free_[i] < free_[best]))
-      best = static_cast<int>(i);
-  if (best >= 0) {
-    out[cluster_.nodes[best].name] = n;
-    free_[best] -= n;
-    free_by_type_[cluster_.nodes[best].gpu_type] -= n;
-    return out;
-  }
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < free_.size(); ++i)
-    if (type_ok(types, cluster_.nodes[i].gpu_type) && free_[i] > 0) idx.push_back(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return free_[a] > free_[b]; });
-  for (size_t i : idx) {
-    int k = std::min(n, free_[i]);
-    out[cluster_.nodes[i].name] = k;
-    free_[i] -= k;
-    free_by_type_[cluster_.nodes[i].gpu_type] -= k;
-    n -= k;
-    if (n == 0) break;
-  }
-  return out;
-}
+using ringsched::FreeGpus;
 
 namespace {
 
@@ -95,7 +33,7 @@ class FifoBackfill : public SchedulingPolicy {
   std::string name() const override { return "fifo"; }
   bool periodic() const override { return false; }
   void decide(const SimView& v, std::vector<Allocation>& out) override {
-    FreeMap fm(*v.cluster);
+    FreeGpus fm(*v.cluster);
     std::vector<std::pair<double, int>> ends;  // (expected end, GPUs) of running jobs
     for (size_t k = 0; k < v.active.size(); ++k) {
       const SimJob& j = v.job(v.active[k]);
@@ -181,7 +119,7 @@ class TiresiasLas : public SchedulingPolicy {
         pool -= j.spec->gpus;
       }
     }
-    FreeMap fm(*v.cluster);
+    FreeGpus fm(*v.cluster);
     for (size_t k = 0; k < v.active.size(); ++k) {
       out[k].proportional_split = false;
       const SimJob& j = v.job(v.active[k]);
@@ -268,7 +206,7 @@ class OptimusGreedy : public SchedulingPolicy {
       }
     }
     // Placement: keep what stays, trim what shrinks, then place what grows or starts.
-    FreeMap fm(*v.cluster);
+    FreeGpus fm(*v.cluster);
     std::vector<size_t> to_place;
     for (size_t k = 0; k < m; ++k) {
       out[k].proportional_split = false;
@@ -308,7 +246,7 @@ class BestTypeFirst : public SchedulingPolicy {
   std::string name() const override { return "besttype"; }
   bool periodic() const override { return false; }
   void decide(const SimView& v, std::vector<Allocation>& out) override {
-    FreeMap fm(*v.cluster);
+    FreeGpus fm(*v.cluster);
     for (size_t k = 0; k < v.active.size(); ++k) {
       const SimJob& j = v.job(v.active[k]);
       if (j.state == SimJobState::Running) {
@@ -402,7 +340,7 @@ class PlannerPolicy : public SchedulingPolicy {
     if (plan.jobs.size() != s.jobs.size())
       throw std::logic_error(name_ + ": the planner returned " + std::to_string(plan.jobs.size()) + " job plans for " +
                              std::to_string(s.jobs.size()) + " jobs");
-    FreeMap fm(*v.cluster);
+    FreeGpus fm(*v.cluster);
     std::vector<size_t> by_type_only;
     for (size_t p = 0; p < plan.jobs.size(); ++p) {
       const ringsched::JobPlan& jp = plan.jobs[p];

@@ -1,9 +1,11 @@
 // Scheduling policies ringsim compares: ours through the shared Planner, and four baselines.
 //
-// Baselines (each documented in ringsim(1) and docs/ringsim.md):
+// Baselines (each documented in ringsim(1) and docs/ringsim.md). Every policy, ours included,
+// picks nodes with the policy library's free-GPU allocator (ringsched/free_gpus.h): the smallest
+// node that holds the job, else the nodes with the most free GPUs first.
 //  fifo      Stock Slurm: first come first served with EASY backfill, GPU type ignored. A job runs
-//            at its requested size on the first free GPUs in node order (one node when one has
-//            room); a ring spread over types runs at the slowest type's speed. Backfill may start
+//            at its requested size on any free GPUs; a ring spread over types runs at the
+//            slowest type's speed. Backfill may start
 //            a later job if it does not delay the head job's reservation, using exact run-time
 //            estimates (kinder than real time limits). Never preempts or resizes.
 //  tiresias  Tiresias 2D-LAS: jobs ordered by attained service (GPU-seconds) in discretised
@@ -20,31 +22,14 @@
 
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine.h"
+#include "ringsched/free_gpus.h"
 #include "ringsched/planner.h"
 #include "ringsched/similarity.h"
 
 namespace ringsim {
-
-// Free GPUs per node as a policy builds its decision.
-class FreeMap {
- public:
-  explicit FreeMap(const ringsched::Cluster& c);
-  void take(const std::map<std::string, int>& alloc);
-  int free_of(const std::vector<std::string>& types) const;  // empty types: all
-  // n GPUs among `types` (empty: any): one node with room when there is one (the fullest that
-  // fits), otherwise spread from the nodes with most room. Empty map if n do not fit.
-  std::map<std::string, int> place(int n, const std::vector<std::string>& types);
-
- private:
-  const ringsched::Cluster& cluster_;
-  std::vector<int> free_;
-  std::map<std::string, int> free_by_type_;
-  std::unordered_map<std::string, size_t> index_;  // node name -> position
-};
 
 std::unique_ptr<SchedulingPolicy> make_fifo();
 std::unique_ptr<SchedulingPolicy> make_tiresias();

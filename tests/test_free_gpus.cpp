@@ -1,0 +1,122 @@
+// The free-GPU allocator (policy/free_gpus.cpp) that the planner, the placement and ringsim's
+// baselines share: the smallest node that holds all of a request, else the nodes with the most
+// free GPUs first, ending on the smallest node that holds what is left; free GPUs counted from
+// Node::usable(); types filtered; nothing taken when a request does not fit; copies independent.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include "ringsched/free_gpus.h"
+#include "test_util.h"
+
+using namespace ringsched;
+
+namespace {
+
+Node node(const std::string& name, const std::string& type, int gpus, int free_gpus = -1) {
+  Node n;
+  n.name = name;
+  n.gpu_type = type;
+  n.gpus = gpus;
+  n.free_gpus = free_gpus;
+  return n;
+}
+
+using Taken = std::vector<std::pair<int, int>>;
+
+}  // namespace
+
+class FreeGpusTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(FreeGpusTest);
+  CPPUNIT_TEST(smallest_node_that_holds_it);
+  CPPUNIT_TEST(most_free_first_then_the_smallest_that_holds_the_rest);
+  CPPUNIT_TEST(counts_usable_gpus);
+  CPPUNIT_TEST(types_and_names);
+  CPPUNIT_TEST(nothing_taken_when_it_does_not_fit);
+  CPPUNIT_TEST(copies_are_independent);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void smallest_node_that_holds_it() {
+    Cluster c;
+    c.nodes = {node("a", "v100", 8), node("b", "v100", 4), node("c", "v100", 6), node("d", "v100", 4)};
+    FreeGpus f(c);
+    CPPUNIT_ASSERT(f.take(4, {"v100"}) == Taken({{1, 4}}));  // b: the first of the two 4s
+    CPPUNIT_ASSERT(f.take(4, {}) == Taken({{3, 4}}));        // d
+    CPPUNIT_ASSERT(f.take(5, {}) == Taken({{2, 5}}));        // c (6) before a (8)
+    CPPUNIT_ASSERT(f.take(1, {}) == Taken({{2, 1}}));        // c's last GPU
+    CPPUNIT_ASSERT_EQUAL(8, f.free(0));
+    CPPUNIT_ASSERT_EQUAL(0, f.free(2));
+    CPPUNIT_ASSERT_EQUAL(8, f.free_of({}));
+  }
+
+  void most_free_first_then_the_smallest_that_holds_the_rest() {
+    Cluster c;
+    c.nodes = {node("a", "p100", 4), node("b", "p100", 2), node("c", "p100", 4), node("d", "p100", 3)};
+    FreeGpus f(c);
+    // 9: no node holds it; a (4, first of the two 4s) whole, then 5 left: c whole, then 1 left:
+    // the smallest node that holds it, b (2), not d (3).
+    CPPUNIT_ASSERT(f.take(9, {}) == Taken({{0, 4}, {2, 4}, {1, 1}}));
+    CPPUNIT_ASSERT_EQUAL(1, f.free(1));
+    CPPUNIT_ASSERT_EQUAL(3, f.free(3));
+    // 3 left to take of 4 free: d holds them all.
+    CPPUNIT_ASSERT(f.take(3, {}) == Taken({{3, 3}}));
+    // Given back, a node counts again.
+    f.take_at(0, -4);
+    CPPUNIT_ASSERT(f.take(2, {"p100"}) == Taken({{0, 2}}));
+  }
+
+  void counts_usable_gpus() {
+    Cluster c;
+    c.nodes = {node("a", "v100", 8, 3), node("b", "v100", 4, 0), node("c", "k80", 4)};
+    FreeGpus f(c);
+    CPPUNIT_ASSERT_EQUAL(3, f.free(0));
+    CPPUNIT_ASSERT_EQUAL(0, f.free(1));
+    CPPUNIT_ASSERT_EQUAL(3, f.free_of_type("v100"));
+    CPPUNIT_ASSERT_EQUAL(7, f.free_of({}));
+    CPPUNIT_ASSERT(f.take(4, {"v100"}).empty());  // 8 GPUs on a, but only 3 usable
+    CPPUNIT_ASSERT(f.take(3, {"v100"}) == Taken({{0, 3}}));
+  }
+
+  void types_and_names() {
+    Cluster c;
+    c.nodes = {node("k0", "k80", 4), node("v0", "v100", 2), node("p0", "p100", 4), node("v1", "v100", 4)};
+    FreeGpus f(c);
+    CPPUNIT_ASSERT_EQUAL(6, f.free_of_type("v100"));
+    CPPUNIT_ASSERT_EQUAL(0, f.free_of_type("a100"));
+    CPPUNIT_ASSERT_EQUAL(10, f.free_of({"v100", "k80"}));
+    CPPUNIT_ASSERT_EQUAL(3, f.node_index("v1"));
+    CPPUNIT_ASSERT_EQUAL(-1, f.node_index("nowhere"));
+    CPPUNIT_ASSERT_EQUAL(std::string("p100"), f.node_type(2));
+    // Two types: the smallest node of either that holds 2 is v0.
+    std::map<std::string, int> got = f.place(2, {"k80", "v100"});
+    CPPUNIT_ASSERT(got == (std::map<std::string, int>{{"v0", 2}}));
+    // Any type: 12 left over k0 (4), p0 (4), v1 (4): all three.
+    CPPUNIT_ASSERT_EQUAL(12, f.free_of({}));
+    f.take(std::map<std::string, int>{{"k0", 1}, {"elsewhere", 5}});  // unknown names ignored
+    CPPUNIT_ASSERT_EQUAL(3, f.free(0));
+    CPPUNIT_ASSERT(f.take(1, {"a100"}).empty());
+  }
+
+  void nothing_taken_when_it_does_not_fit() {
+    Cluster c;
+    c.nodes = {node("a", "v100", 4), node("b", "v100", 4)};
+    FreeGpus f(c);
+    CPPUNIT_ASSERT(f.take(9, {}).empty());
+    CPPUNIT_ASSERT(f.take(0, {}).empty());
+    CPPUNIT_ASSERT(f.take(-2, {}).empty());
+    CPPUNIT_ASSERT(f.place(9, {"v100"}).empty());
+    CPPUNIT_ASSERT_EQUAL(8, f.free_of({}));
+  }
+
+  void copies_are_independent() {
+    Cluster c;
+    c.nodes = {node("a", "v100", 4), node("b", "v100", 4)};
+    FreeGpus f(c);
+    FreeGpus trial = f;
+    CPPUNIT_ASSERT(trial.take(6, {}) == Taken({{0, 4}, {1, 2}}));
+    CPPUNIT_ASSERT_EQUAL(2, trial.free_of({}));
+    CPPUNIT_ASSERT_EQUAL(8, f.free_of({}));
+    CPPUNIT_ASSERT_EQUAL(std::string("b"), trial.node_name(1));
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(FreeGpusTest);
