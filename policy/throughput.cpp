@@ -245,17 +245,26 @@ double ThroughputModel::iters_per_s_mixed(const std::string& model,
     }
   if (total == 0) return 0;
   if (kinds == 1) return iters_per_s(model, only, total);
+  std::vector<MixedPart> parts;
+  for (const auto& [t, c] : counts)
+    if (c > 0) parts.push_back(MixedPart{c, iters_per_s(model, t, 1), iters_per_s(model, t, total)});
+  return mixed_speed(parts);
+}
+
+double ThroughputModel::mixed_speed(const std::vector<MixedPart>& parts) {
+  int total = 0;
+  for (const MixedPart& p : parts) total += p.count;
+  if (total == 0) return 0;
+  if (parts.size() == 1) return parts[0].at_total;
   // Proportional batch split: each worker's share matches its single-GPU speed, so compute time
   // is 1 / sum of single-GPU speeds. The ring is as slow as its slowest link: take the largest
   // communication term of the types involved, at the ring's full size.
   double speed_sum = 0, comm = 0;
-  for (const auto& [t, c] : counts) {
-    if (c <= 0) continue;
-    double v1 = iters_per_s(model, t, 1);
-    if (v1 <= 0) return 0;
-    speed_sum += c * v1;
-    double t_total = 1.0 / iters_per_s(model, t, total);
-    double t_comp = 1.0 / (total * v1);
+  for (const MixedPart& p : parts) {
+    if (p.one_gpu <= 0 || p.at_total <= 0) return 0;
+    speed_sum += p.count * p.one_gpu;
+    double t_total = 1.0 / p.at_total;
+    double t_comp = 1.0 / (total * p.one_gpu);
     comm = std::max(comm, std::max(0.0, t_total - t_comp));
   }
   return 1.0 / (1.0 / speed_sum + comm);

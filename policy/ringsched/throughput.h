@@ -48,6 +48,15 @@ class ThroughputModel {
   double iters_per_s(const std::string& model, const std::string& type, int n) const;
   // Mixed worker set: counts per type (types with count 0 ignored). 0 if any type is unknown.
   double iters_per_s_mixed(const std::string& model, const std::map<std::string, int>& counts) const;
+  // The same from what it is made of, for callers that keep the speeds at hand (the placement
+  // values thousands of mixes): per type used, its GPU count, its speed on one GPU and on the
+  // mix's total count. 0 if a speed is unknown (0).
+  struct MixedPart {
+    int count;
+    double one_gpu;   // iters_per_s(model, type, 1)
+    double at_total;  // iters_per_s(model, type, total GPUs of the mix)
+  };
+  static double mixed_speed(const std::vector<MixedPart>& parts);
   bool knows(const std::string& model, const std::string& type) const;
   std::optional<RingFit> fit(const std::string& model, const std::string& type) const;
 
