@@ -1,107 +1,191 @@
-// eval_placement: how close the heterogeneity-aware placement (categories + market + sampling +
-// local improvement) comes to the exact MIP optimum, and how much less time it takes, on random
-// instances built from the real Gavel profiles (k80/p100/v100): up to 16 GPUs of the 3 types in
-// 4-GPU nodes, up to 6 jobs (--max-gpus, --max-jobs). Each comparison is like for like:
+// eval_placement: how close the heterogeneity-aware placement comes to the exact MIP optima, and
+// how much less time it takes, over a sweep of cluster sizes and shapes. Random instances built
+// from the real Gavel profiles (k80, p100, v100; the 5-type shapes add t4 and a100 as scaled v100
+// curves, as bench_planner does): per size (GPUs/jobs), per shape (number of GPU types x GPUs per
+// node), per seed, with some nodes partly held by other jobs and some jobs running already.
 //  - uniform links (intra = inter: locality costs nothing): against the MIP aggregated by GPU
-//    type (our result evaluated without locality, as that MIP sees it), and against the
-//    node-level MIP (the same optimum, found with node variables);
+//    type (our result evaluated without locality, as that MIP sees it);
 //  - server links (intra 100, inter 12.5 GB/s): against the node-level MIP, which optimises the
 //    same objective as ours, locality included.
-// Our time includes the doubling seed; each solve is timed as the median of --repeats runs.
-// Plus the time of two planning-size instances (1,000 GPUs / 100 jobs and 10,000 GPUs / 2,000
-// jobs). Prints progress, a table and a JSON summary.
+// Every MIP runs under a time limit (GLPK's tm_lim). Where it proves optimality the gap is
+// measured against its optimum; where it does not, against the best proven bound: GLPK's bound,
+// and on server links also the type-level MIP with the locality each type's fewest nodes cannot
+// avoid (a lower bound on the node-level optimum), whichever is higher. The table says which.
+// "ours" is place_hetero (the product); "market" is place_market, the seed paper's scheme.
+// Prints progress, a table per size and shape, a summary per size and a JSON summary.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "ringsched/placement.h"
-#include "ringsched/placement_support.h"
 
 using namespace ringsched;
 
 namespace {
 
 const char* kUsage =
-    "usage: eval_placement [--seed N] [--instances N] [--samples K] [--repeats R] [--worst]\n"
-    "                      [--max-gpus G] [--max-jobs J] [--profiles CSV]\n"
-    "  Random placement instances (<= 16 GPUs of k80/p100/v100 in 4-GPU nodes, <= 6 jobs) from\n"
-    "  the Gavel profiles: gap of place_hetero to the GLPK MIP optimum and the MIP/ours time\n"
-    "  ratio -- uniform links against the aggregated and the node-level MIP, server links\n"
-    "  (intra 100, inter 12.5 GB/s) against the node-level MIP; then the time of\n"
-    "  1,000-GPU/100-job and 10,000-GPU/2,000-job instances.\n"
-    "  --seed N        random seed (default 1)\n"
-    "  --instances N   instances per link setting (default 200)\n"
-    "  --samples K     categories place_hetero evaluates (default 64, the planner's)\n"
-    "  --repeats R     time each solve as the median of R runs (default 3)\n"
-    "  --worst         print the instance with the worst gap of each comparison\n"
-    "  --max-gpus G    GPUs per instance at most (default 16; at least 4)\n"
-    "  --max-jobs J    jobs per instance at most (default 6; 2 to G)\n"
-    "  --profiles CSV  profile table (default data/profiles/gavel.csv of the source tree)\n";
+    "usage: eval_placement [--sizes G:J,...] [--shapes TxN,...] [--seeds N] [--seed N]\n"
+    "                      [--mip-time-limit S] [--samples K] [--repeats R] [--running F]\n"
+    "                      [--no-market] [--no-large] [--worst] [--profiles CSV]\n"
+    "  Size sweep of the placement against the GLPK MIP optima: for every size (G GPUs, J jobs),\n"
+    "  cluster shape (T GPU types, N GPUs per node) and seed, a random instance from the Gavel\n"
+    "  profiles with uniform links (against the type-level MIP) and with server links, intra 100\n"
+    "  and inter 12.5 GB/s (against the node-level MIP). Prints ours (place_hetero) and the\n"
+    "  market (place_market) ms, the MIP ms, whether it proved optimality, its bound, and the\n"
+    "  gaps (mean and worst); then the time of 1,000-GPU/100-job and 10,000-GPU/2,000-job rounds.\n"
+    "  --sizes LIST       G:J pairs (default 16:6,32:8,64:12,128:24,256:48,512:48)\n"
+    "  --shapes LIST      TxN pairs, T in 2..5 types, N GPUs per node (default 2x4,2x8,3x4,3x8,5x4,5x8)\n"
+    "  --seeds N          instances per size, shape and link setting (default 2)\n"
+    "  --seed N           first random seed (default 1)\n"
+    "  --mip-time-limit S seconds per MIP solve (default 10)\n"
+    "  --samples K        K of place_hetero and place_market (default 64, the planner's)\n"
+    "  --repeats R        time our solves as the median of R runs (default 3)\n"
+    "  --running F        share of jobs already running, with a restart cost (default 0.25)\n"
+    "  --no-market        do not run the market (place_market)\n"
+    "  --no-large         skip the 1,000- and 10,000-GPU timings\n"
+    "  --worst            print the instance with the worst gap of each size\n"
+    "  --profiles CSV     profile table (default data/profiles/gavel.csv of the source tree)\n";
 
-const std::vector<std::string> kTypes = {"k80", "p100", "v100"};
-const std::vector<std::string> kModels = {"resnet18-b64",  "resnet50-b64",         "transformer-b128",
-                                          "lm-b20",        "recommendation-b1024", "a3c",
-                                          "cyclegan",      "resnet18-b16",         "transformer-b32"};
+const std::vector<std::string> kTypes = {"k80", "p100", "v100", "t4", "a100"};
 
-Cluster make_cluster(const std::vector<int>& per_type, int node_size, bool server_links) {
+struct Size {
+  int gpus, jobs;
+};
+struct Shape {
+  int types, node;
+};
+
+// The Gavel table plus the synthetic t4 (0.55x v100) and a100 (1.7x v100) of the 5-type shapes.
+ThroughputModel load_model(const std::string& path) {
+  ProfileTable table = ProfileTable::load_csv(path);
+  std::vector<ProfilePoint> base = table.points();
+  for (const auto& [name, factor] : {std::pair<const char*, double>{"t4", 0.55}, {"a100", 1.7}})
+    for (const ProfilePoint& p : base)
+      if (p.gpu_type == "v100") {
+        ProfilePoint q = p;
+        q.gpu_type = name;
+        q.iters_per_s *= factor;
+        table.add(q);
+      }
+  return ThroughputModel(table);
+}
+
+// Which types a shape of t types uses: the three Gavel types, two of them picked at random for
+// 2-type shapes, plus t4 and a100 for 5 (4: plus t4).
+std::vector<std::string> shape_types(int t, std::mt19937& rng) {
+  std::vector<std::string> out;
+  if (t == 2) {
+    int drop = static_cast<int>(rng() % 3);
+    for (int i = 0; i < 3; ++i)
+      if (i != drop) out.push_back(kTypes[i]);
+  } else {
+    out.assign(kTypes.begin(), kTypes.begin() + t);
+  }
+  return out;
+}
+
+// G GPUs split at random over the types (each at least one node), in nodes of `node` GPUs (the
+// last node of a type may be smaller); one node in five is partly held by other jobs.
+Cluster make_cluster(int gpus, const Shape& shape, const std::vector<std::string>& types,
+                     std::mt19937& rng) {
+  int T = static_cast<int>(types.size());
+  std::vector<double> w(T);
+  double sum = 0;
+  for (double& x : w) sum += x = 0.5 + std::uniform_real_distribution<double>(0, 1)(rng);
+  std::vector<int> per(T);
+  int left = gpus;
+  for (int t = 0; t < T; ++t) {
+    per[t] = t + 1 == T ? left : std::max(shape.node, static_cast<int>(gpus * w[t] / sum));
+    per[t] = std::max(1, std::min(per[t], left - (T - 1 - t)));
+    left -= per[t];
+  }
   Cluster c;
-  for (size_t t = 0; t < per_type.size(); ++t) {
-    int left = per_type[t], k = 0;
-    while (left > 0) {
+  for (int t = 0; t < T; ++t)
+    for (int k = 0, rest = per[t]; rest > 0; ++k) {
       Node n;
-      n.name = kTypes[t] + "-" + std::to_string(k++);
-      n.gpu_type = kTypes[t];
-      n.gpus = std::min(node_size, left);
-      left -= n.gpus;
-      n.intra_gbps = 100.0;
-      n.inter_gbps = server_links ? 12.5 : 100.0;
+      n.name = types[t] + "-" + std::to_string(k);
+      n.gpu_type = types[t];
+      n.gpus = std::min(shape.node, rest);
+      rest -= n.gpus;
+      if (rng() % 5 == 0) n.free_gpus = static_cast<int>(rng() % n.gpus);
       c.nodes.push_back(n);
     }
-  }
   return c;
 }
 
-PlacementJob make_job(std::mt19937& rng, const ThroughputModel& model, int max_cap) {
-  PlacementJob j;
-  for (;;) {
-    j.model = kModels[rng() % kModels.size()];
-    if (model.knows(j.model, "k80") && model.knows(j.model, "p100") && model.knows(j.model, "v100"))
-      break;
+// J jobs of random Gavel models, 1e3-1e5 iterations, up to 1-32 GPUs (16 on 5 types, whose
+// MIPs enumerate every mix), one in five limited to some of the types; a share `running` of them
+// running already, on GPUs the free-GPU allocator picks for a random allowed type and size.
+std::vector<PlacementJob> make_jobs(int count, const Cluster& cluster,
+                                    const std::vector<std::string>& types,
+                                    const ThroughputModel& model, double running,
+                                    std::mt19937& rng) {
+  const std::vector<std::string> models = model.table().models();
+  int cap = std::min(types.size() > 3 ? 16 : 32, std::max(1, cluster.usable_gpus() / 2));
+  std::vector<int> free(cluster.nodes.size());
+  for (size_t n = 0; n < free.size(); ++n) free[n] = cluster.nodes[n].usable();
+  std::vector<PlacementJob> jobs;
+  for (int i = 0; i < count; ++i) {
+    PlacementJob j;
+    j.model = models[rng() % models.size()];
+    j.remaining = std::exp(std::uniform_real_distribution<double>(std::log(1e3), std::log(1e5))(rng));
+    j.min_gpus = 1;
+    int sizes = 1;
+    while ((1 << sizes) <= cap) ++sizes;
+    j.max_gpus = 1 << (rng() % sizes);
+    if (types.size() > 1 && rng() % 5 == 0) {
+      size_t keep = 1 + rng() % (types.size() - 1);
+      std::vector<std::string> some = types;
+      std::shuffle(some.begin(), some.end(), rng);
+      j.allowed_types.assign(some.begin(), some.begin() + static_cast<long>(keep));
+    }
+    if (std::uniform_real_distribution<double>(0, 1)(rng) < running) {
+      // On one allowed type: the smallest node that holds it, else the fullest first.
+      const std::string& t = j.allowed_types.empty() ? types[rng() % types.size()]
+                                                     : j.allowed_types[rng() % j.allowed_types.size()];
+      int want = 1 << (rng() % sizes);
+      std::vector<int> ids;
+      int have = 0;
+      for (size_t n = 0; n < free.size(); ++n)
+        if (cluster.nodes[n].gpu_type == t && free[n] > 0) {
+          ids.push_back(static_cast<int>(n));
+          have += free[n];
+        }
+      if (have >= want && want <= j.max_gpus) {
+        std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return free[a] > free[b]; });
+        int single = -1;
+        for (int n : ids)
+          if (free[n] >= want && (single < 0 || free[n] < free[single])) single = n;
+        if (single >= 0) ids = {single};
+        for (int n : ids) {
+          int x = std::min(want, free[n]);
+          if (x <= 0) break;
+          j.current[cluster.nodes[n].name] = x;
+          free[n] -= x;
+          want -= x;
+        }
+        j.running = true;
+      }
+    }
+    jobs.push_back(j);
   }
-  j.remaining = std::exp(std::uniform_real_distribution<double>(std::log(1e3), std::log(1e5))(rng));
-  j.min_gpus = 1;
-  int maxes[] = {1, 2, 4, 8, 16};
-  j.max_gpus = std::min(max_cap, maxes[1 + rng() % 4]);
-  if (rng() % 5 == 0) {  // restricted to two of the three types
-    int drop = static_cast<int>(rng() % 3);
-    for (int t = 0; t < 3; ++t)
-      if (t != drop) j.allowed_types.push_back(kTypes[t]);
-  }
-  return j;
+  return jobs;
 }
 
-double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / v.size();
-}
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
-double maxv(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
-double minv(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
 
-// One solve repeated: the first result, its solve_ms replaced by the median over the runs.
 PlacementResult timed(int repeats, const std::function<PlacementResult()>& solve) {
   PlacementResult first = solve();
   std::vector<double> ms = {first.solve_ms};
@@ -110,69 +194,174 @@ PlacementResult timed(int repeats, const std::function<PlacementResult()>& solve
   return first;
 }
 
+bool all_run(const PlacementResult& r) {
+  for (const JobPlacement& jp : r.jobs)
+    if (jp.total <= 0) return false;
+  return !r.jobs.empty();
+}
+
 // The instance and both placements, a job per line.
 std::string describe(const PlacementProblem& p, const PlacementResult& ours,
                      const PlacementResult& opt) {
-  std::string s = "  cluster:";
-  for (const Node& n : p.cluster.nodes)
-    s += " " + n.name + "(" + std::to_string(n.gpus) + ")";
-  s += "\n";
+  std::ostringstream s;
+  s << "  cluster:";
+  for (const Node& n : p.cluster.nodes) s << " " << n.name << "(" << n.usable() << "/" << n.gpus << ")";
+  s << "\n";
   char line[256];
   for (size_t j = 0; j < p.jobs.size(); ++j) {
     const PlacementJob& job = p.jobs[j];
     std::string allowed;
     for (const std::string& t : job.allowed_types) allowed += (allowed.empty() ? "" : ",") + t;
-    std::snprintf(line, sizeof line, "  job %zu %-20s remaining %7.0f max %2d types %-9s", j,
+    std::snprintf(line, sizeof line, "  job %2zu %-20s %7.0f it, max %2d, %-9s%s", j,
                   job.model.c_str(), job.remaining, job.max_gpus,
-                  allowed.empty() ? "any" : allowed.c_str());
-    s += line;
-    for (const auto* r : {&ours, &opt}) {
-      s += r == &ours ? " | ours" : " | optimum";
-      for (const auto& [node, g] : r->jobs[j].gpus_by_node) s += " " + node + ":" + std::to_string(g);
+                  allowed.empty() ? "any" : allowed.c_str(), job.running ? " running" : "");
+    s << line;
+    for (const PlacementResult* r : {&ours, &opt}) {
+      s << (r == &ours ? " | ours" : " | MIP");
+      if (j >= r->jobs.size()) continue;
+      for (const auto& [node, g] : r->jobs[j].gpus_by_node) s << " " << node << ":" << g;
       std::snprintf(line, sizeof line, " %.0f s", r->jobs[j].finish_s);
-      s += line;
+      s << line;
     }
-    s += "\n";
+    s << "\n";
   }
-  return s;
+  return s.str();
 }
 
-struct Comparison {
-  Comparison(const char* n, const char* k) : name(n), key(k) {}
-  const char* name;
-  const char* key;
-  std::vector<double> gaps, seed_gaps, ours_ms, mip_ms, ratios;
-  int mip_time_limited = 0;
+// Gaps and times of one (size, shape, link setting), or of a whole size.
+struct Cell {
+  std::vector<double> gaps, market_gaps, ours_ms, market_ms, mip_ms, mip_gap;
+  std::vector<double> speedups;  // MIP ms / ours ms where the MIP took over 1 s
+  int proven = 0, against_bound = 0, skipped = 0;
   double worst = -INFINITY;
   std::string worst_text;
 
-  void add(double gap, double seed_gap, double ours, double mip, const std::string& text) {
-    gaps.push_back(gap);
-    if (!std::isnan(seed_gap)) seed_gaps.push_back(seed_gap);
-    ours_ms.push_back(ours);
-    mip_ms.push_back(mip);
-    ratios.push_back(mip / std::max(ours, 1e-6));
-    if (mip > 59000) ++mip_time_limited;
-    if (gap > worst) {
-      worst = gap;
-      worst_text = text;
+  void merge(const Cell& o) {
+    for (auto [to, from] : {std::pair{&gaps, &o.gaps}, {&market_gaps, &o.market_gaps},
+                            {&ours_ms, &o.ours_ms}, {&market_ms, &o.market_ms},
+                            {&mip_ms, &o.mip_ms}, {&mip_gap, &o.mip_gap}, {&speedups, &o.speedups}})
+      to->insert(to->end(), from->begin(), from->end());
+    proven += o.proven;
+    against_bound += o.against_bound;
+    skipped += o.skipped;
+    if (o.worst > worst) {
+      worst = o.worst;
+      worst_text = o.worst_text;
     }
-  }
-  double total_ratio() const {
-    double o = 0, m = 0;
-    for (double x : ours_ms) o += x;
-    for (double x : mip_ms) m += x;
-    return m / std::max(o, 1e-6);
   }
 };
 
-}  // namespace
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? NAN : s / v.size();
+}
+double maxv(const std::vector<double>& v) {
+  return v.empty() ? NAN : *std::max_element(v.begin(), v.end());
+}
+double minv(const std::vector<double>& v) {
+  return v.empty() ? NAN : *std::min_element(v.begin(), v.end());
+}
 
-int main(int argc, char** argv) {
+struct Options {
+  std::vector<Size> sizes = {{16, 6}, {32, 8}, {64, 12}, {128, 24}, {256, 48}, {512, 48}};
+  std::vector<Shape> shapes = {{2, 4}, {2, 8}, {3, 4}, {3, 8}, {5, 4}, {5, 8}};
+  int seeds = 2, samples = 64, repeats = 3;
   unsigned seed = 1;
-  int instances = 200, samples = 64, repeats = 3, max_gpus = 16, max_jobs = 6;
-  bool show_worst = false;
+  double mip_limit_s = 10, running = 0.25;
+  bool market = true, large = true, show_worst = false;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
+};
+
+// One instance on one link setting into `cell`.
+void evaluate(const Options& o, const ThroughputModel& model, const Size& size, const Shape& shape,
+              unsigned seed, bool server, Cell& cell) {
+  std::mt19937 rng(seed);
+  PlacementProblem p;
+  p.model = &model;
+  std::vector<std::string> types = shape_types(shape.types, rng);
+  p.cluster = make_cluster(size.gpus, shape, types, rng);
+  for (Node& n : p.cluster.nodes) n.inter_gbps = server ? 12.5 : n.intra_gbps;
+  p.jobs = make_jobs(size.jobs, p.cluster, types, model, o.running, rng);
+  PlacementResult ours = timed(o.repeats, [&] { return place_hetero(p, {}, o.samples, seed); });
+  PlacementResult market;
+  if (o.market) market = place_market(p, {}, o.samples, seed);
+  PlacementResult mip = server ? optimal_placement_node_mip(p, o.mip_limit_s)
+                               : optimal_placement_mip(p, o.mip_limit_s);
+  double ref = mip.objective_s;
+  if (!mip.optimal) {
+    ref = mip.bound_s;
+    if (server) {  // the type-level optimum with unavoidable locality bounds the node level
+      PlacementResult lower =
+          optimal_placement_mip(p, o.mip_limit_s, TypeLevelCosts::UnavoidableLocality);
+      ref = std::max(ref, lower.optimal ? lower.objective_s : lower.bound_s);
+    }
+    ++cell.against_bound;
+  } else {
+    ++cell.proven;
+  }
+  if (!all_run(ours) || !(ref > 0) || !std::isfinite(ref)) {
+    std::fprintf(stderr, "  seed %u: %s; skipped\n", seed,
+                 all_run(ours) ? "no MIP bound within the time limit" : "a job waits in ours");
+    ++cell.skipped;
+    return;
+  }
+  auto value = [&](const PlacementResult& r) {
+    return server ? r.objective_s : placement_objective_without_locality(p, r);
+  };
+  double gap = 100.0 * (value(ours) - ref) / ref;
+  cell.gaps.push_back(gap);
+  cell.ours_ms.push_back(ours.solve_ms);
+  cell.mip_ms.push_back(mip.solve_ms);
+  if (std::isfinite(mip.objective_s)) cell.mip_gap.push_back(100.0 * (mip.objective_s - ref) / ref);
+  if (mip.solve_ms > 1000) cell.speedups.push_back(mip.solve_ms / std::max(ours.solve_ms, 1e-6));
+  if (o.market && all_run(market)) {
+    cell.market_gaps.push_back(100.0 * (value(market) - ref) / ref);
+    cell.market_ms.push_back(market.solve_ms);
+  }
+  if (gap > cell.worst) {
+    cell.worst = gap;
+    char head[160];
+    std::snprintf(head, sizeof head, "%d GPUs, %d jobs, %d types x %d, %s links, seed %u: gap %.3f%%\n",
+                  size.gpus, size.jobs, shape.types, shape.node, server ? "server" : "uniform",
+                  seed, gap);
+    cell.worst_text = head + describe(p, ours, mip);
+  }
+}
+
+void print_row(const char* size, const char* shape, const char* links, const Cell& c, bool market) {
+  std::printf("%-8s %-6s %-8s %3zu %9.2f %9.2f %10.1f %3d/%-3d %8.3f%% %8.3f%%", size, shape, links,
+              c.gaps.size(), median(c.ours_ms), maxv(c.ours_ms), maxv(c.mip_ms), c.proven,
+              c.proven + c.against_bound, mean(c.gaps), maxv(c.gaps));
+  std::printf(" %8.3f%%", maxv(c.mip_gap));
+  if (market) std::printf(" %8.3f%% %8.3f%% %9.2f", mean(c.market_gaps), maxv(c.market_gaps), median(c.market_ms));
+  std::printf("\n");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);) out.push_back(item);
+  return out;
+}
+
+int parse_int(const std::string& s, const char* what) {
+  size_t used = 0;
+  long v = 0;
+  try {
+    v = std::stol(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || v < 0 || v > 1000000) {
+    std::fprintf(stderr, "eval_placement: %s: '%s' is not a number\n", what, s.c_str());
+    std::exit(2);
+  }
+  return static_cast<int>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -182,182 +371,168 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    try {
-      if (a == "--help" || a == "-h") {
-        std::fputs(kUsage, stdout);
-        return 0;
-      } else if (a == "--seed") {
-        seed = static_cast<unsigned>(std::stoul(value()));
-      } else if (a == "--instances") {
-        instances = std::stoi(value());
-      } else if (a == "--samples") {
-        samples = std::stoi(value());
-      } else if (a == "--repeats") {
-        repeats = std::stoi(value());
-      } else if (a == "--max-gpus") {
-        max_gpus = std::stoi(value());
-      } else if (a == "--max-jobs") {
-        max_jobs = std::stoi(value());
-      } else if (a == "--worst") {
-        show_worst = true;
-      } else if (a == "--profiles") {
-        profiles = value();
-      } else {
-        std::fprintf(stderr, "eval_placement: unknown option %s\n%s", a.c_str(), kUsage);
-        return 2;
+    auto pairs = [&](char sep) {
+      std::vector<std::pair<int, int>> out;
+      for (const std::string& item : split(value(), ',')) {
+        std::vector<std::string> two = split(item, sep);
+        if (two.size() != 2) {
+          std::fprintf(stderr, "eval_placement: %s: '%s' is not N%cM\n", a.c_str(), item.c_str(), sep);
+          std::exit(2);
+        }
+        out.push_back({parse_int(two[0], a.c_str()), parse_int(two[1], a.c_str())});
       }
-    } catch (const std::logic_error&) {
-      std::fprintf(stderr, "eval_placement: %s needs a number\n", a.c_str());
-      return 2;
+      return out;
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--sizes") {
+      o.sizes.clear();
+      for (auto [g, j] : pairs(':')) o.sizes.push_back({g, j});
+    } else if (a == "--shapes") {
+      o.shapes.clear();
+      for (auto [t, n] : pairs('x')) o.shapes.push_back({t, n});
+    } else if (a == "--seeds") {
+      o.seeds = parse_int(value(), "--seeds");
+    } else if (a == "--seed") {
+      o.seed = static_cast<unsigned>(parse_int(value(), "--seed"));
+    } else if (a == "--mip-time-limit") {
+      o.mip_limit_s = parse_int(value(), "--mip-time-limit");
+    } else if (a == "--samples") {
+      o.samples = parse_int(value(), "--samples");
+    } else if (a == "--repeats") {
+      o.repeats = parse_int(value(), "--repeats");
+    } else if (a == "--running") {
+      o.running = std::atof(value().c_str());
+    } else if (a == "--no-market") {
+      o.market = false;
+    } else if (a == "--no-large") {
+      o.large = false;
+    } else if (a == "--worst") {
+      o.show_worst = true;
+    } else if (a == "--profiles") {
+      o.profiles = value();
+    } else {
+      std::fprintf(stderr, "eval_placement: unknown option %s\n%s", a.c_str(), kUsage);
+      std::exit(2);
     }
   }
-  if (instances < 1 || samples < 1 || repeats < 1 || repeats > 100 || max_gpus < 4 ||
-      max_gpus > 1024 || max_jobs < 2 || max_jobs > max_gpus) {
-    std::fprintf(stderr, "eval_placement: --instances and --samples must be at least 1, "
-                         "--repeats between 1 and 100, --max-gpus between 4 and 1024, "
-                         "--max-jobs between 2 and --max-gpus\n");
-    return 2;
+  bool ok = o.seeds >= 1 && o.samples >= 1 && o.repeats >= 1 && o.repeats <= 100 &&
+            o.mip_limit_s >= 1 && o.running >= 0 && o.running <= 1 && !o.sizes.empty() &&
+            !o.shapes.empty();
+  for (const Size& s : o.sizes) ok = ok && s.gpus >= 4 && s.gpus <= 4096 && s.jobs >= 1 && s.jobs <= s.gpus;
+  for (const Shape& s : o.shapes) ok = ok && s.types >= 2 && s.types <= 5 && s.node >= 1 && s.node <= 64;
+  if (!ok) {
+    std::fprintf(stderr, "eval_placement: --seeds, --samples, --repeats (<= 100) and "
+                         "--mip-time-limit must be at least 1, --running in [0, 1]; sizes need "
+                         "4..4096 GPUs and 1..G jobs; shapes 2..5 types and 1..64 GPUs per node\n");
+    std::exit(2);
   }
+  return o;
+}
+
+// Planning-size rounds (timing only): 1,000 GPUs / 100 jobs and 10,000 GPUs / 2,000 jobs, three
+// types in 8-GPU nodes, server links, jobs of 1 to 64 GPUs.
+void time_large(const Options& o, const ThroughputModel& model) {
+  for (auto [gpus, jobs] : {std::pair{1000, 100}, {10000, 2000}}) {
+    std::mt19937 rng(o.seed);
+    PlacementProblem p;
+    p.model = &model;
+    std::vector<std::string> types(kTypes.begin(), kTypes.begin() + 3);
+    p.cluster = make_cluster(gpus, Shape{3, 8}, types, rng);
+    for (Node& n : p.cluster.nodes) n.free_gpus = -1;
+    p.jobs = make_jobs(jobs, p.cluster, types, model, 0.25, rng);
+    for (PlacementJob& j : p.jobs) j.max_gpus = std::max(j.max_gpus, 1 << (rng() % 7));
+    std::vector<int> seed = placement_seed_counts(p);
+    PlacementResult ours = timed(o.repeats, [&] { return place_hetero(p, seed, o.samples, o.seed); });
+    std::printf("%d GPUs, %d jobs: place_hetero %.2f ms (work %ld of budget %ld, bound gap %.3f%%)",
+                gpus, jobs, ours.solve_ms, ours.work, placement_work_budget(jobs, 3, o.samples),
+                100.0 * (ours.objective_s - ours.bound_s) / ours.bound_s);
+    if (o.market) {
+      PlacementResult market = timed(o.repeats, [&] { return place_market(p, seed, o.samples, o.seed); });
+      std::printf(", place_market %.2f ms (objective %+.3f%% vs ours)", market.solve_ms,
+                  100.0 * (market.objective_s - ours.objective_s) / ours.objective_s);
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
   ThroughputModel model;
   try {
-    model = ThroughputModel(ProfileTable::load_csv(profiles));
+    model = load_model(o.profiles);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "eval_placement: %s\n", e.what());
     return 1;
   }
-
-  Comparison cmp[3] = {{"uniform links, aggregated MIP", "uniform_links_aggregated_mip"},
-                       {"uniform links, node-level MIP", "uniform_links_node_mip"},
-                       {"server links, node-level MIP", "server_links_node_mip"}};
-  int mip_disagreements = 0;  // uniform links: the two MIPs' optima differ
-  for (int setting = 0; setting < 2; ++setting) {
-    bool server = setting == 1;
-    std::mt19937 rng(seed + 7919u * setting);
-    for (int i = 0; i < instances; ++i) {
-      PlacementProblem p;
-      p.model = &model;
-      int jobs = 2 + static_cast<int>(rng() % (max_jobs - 1));
-      int gpus = std::max(jobs, 4) + static_cast<int>(rng() % (max_gpus + 1 - std::max(jobs, 4)));
-      std::vector<int> per_type(3, 1);
-      for (int g = 3; g < gpus; ++g) per_type[rng() % 3]++;
-      p.cluster = make_cluster(per_type, 4, server);
-      for (int j = 0; j < jobs; ++j) p.jobs.push_back(make_job(rng, model, gpus));
-      PlacementResult ours =
-          timed(repeats, [&] { return place_hetero(p, {}, samples, seed + static_cast<unsigned>(i)); });
-      bool all_run = true;
-      for (const JobPlacement& jp : ours.jobs) all_run = all_run && jp.total > 0;
-      if (!all_run) {
-        std::fprintf(stderr, "[%s] instance %d: a job waits in our result; skipped\n",
-                     server ? "server links" : "uniform links", i);
-        continue;
+  std::printf("Placement vs the GLPK MIPs: %d seed(s) from %u per size, shape and link setting; "
+              "K = %d; MIP time limit %.0f s; %.0f%% of jobs running; ours timed as the median "
+              "of %d runs\n",
+              o.seeds, o.seed, o.samples, o.mip_limit_s, 100 * o.running, o.repeats);
+  std::printf("gap: ours vs the MIP's optimum where proven (proven k/n), else vs the best proven "
+              "bound; mip gap: the MIP's own\nsolution vs that reference (0: optimal); uniform "
+              "links: type-level MIP; server links: node-level MIP\n\n");
+  std::printf("%-8s %-6s %-8s %3s %9s %9s %10s %7s %9s %9s %9s", "size", "shape", "links", "n",
+              "ours ms", "ours max", "MIP ms max", "proven", "gap mean", "gap worst", "mip gap");
+  if (o.market) std::printf(" %9s %9s %9s", "mkt mean", "mkt worst", "mkt ms");
+  std::printf("\n");
+  std::vector<Cell> by_size(o.sizes.size());
+  Cell all;
+  for (size_t si = 0; si < o.sizes.size(); ++si) {
+    const Size& size = o.sizes[si];
+    char size_name[32];
+    std::snprintf(size_name, sizeof size_name, "%d/%d", size.gpus, size.jobs);
+    for (const Shape& shape : o.shapes) {
+      char shape_name[16];
+      std::snprintf(shape_name, sizeof shape_name, "%dx%d", shape.types, shape.node);
+      for (bool server : {false, true}) {
+        Cell cell;
+        for (int s = 0; s < o.seeds; ++s) {
+          unsigned seed = o.seed + static_cast<unsigned>(s) * 7919u + static_cast<unsigned>(size.gpus * 31 + shape.types * 7 + shape.node);
+          std::fprintf(stderr, "[%s %s %s] seed %u\n", size_name, shape_name,
+                       server ? "server" : "uniform", seed);
+          evaluate(o, model, size, shape, seed, server, cell);
+        }
+        print_row(size_name, shape_name, server ? "server" : "uniform", cell, o.market);
+        std::fflush(stdout);
+        by_size[si].merge(cell);
       }
-      // The market on the doubling seed alone (K = 1), for reference; it may not be matchable.
-      PlacementResult market;
-      try {
-        market = market_match(p, placement_seed_counts(p));
-      } catch (const InputError&) {
-        market.jobs.clear();
-      }
-      auto seed_gap = [&](double optimum, bool without_locality) -> double {
-        if (market.jobs.empty()) return NAN;
-        double v = without_locality ? placement_objective_without_locality(p, market)
-                                    : market.objective_s;
-        return 100.0 * (v - optimum) / optimum;
-      };
-      PlacementResult node = timed(repeats, [&] { return optimal_placement_node_mip(p, 60); });
-      double node_gap = 100.0 * (ours.objective_s - node.objective_s) / node.objective_s;
-      if (!server) {
-        PlacementResult agg = timed(repeats, [&] { return optimal_placement_mip(p, 60); });
-        double ours_obj = placement_objective_without_locality(p, ours);
-        cmp[0].add(100.0 * (ours_obj - agg.objective_s) / agg.objective_s,
-                   seed_gap(agg.objective_s, true), ours.solve_ms, agg.solve_ms,
-                   describe(p, ours, agg));
-        if (std::fabs(agg.objective_s - node.objective_s) > 1e-6 * agg.objective_s)
-          ++mip_disagreements;
-      }
-      Comparison& c = cmp[server ? 2 : 1];
-      c.add(node_gap, seed_gap(node.objective_s, false), ours.solve_ms, node.solve_ms,
-            describe(p, ours, node));
-      if ((i + 1) % std::max(1, instances / 10) == 0 || i + 1 == instances)
-        std::fprintf(stderr, "[%s] %d/%d instances, mean gap to the node-level MIP so far %.3f%%\n",
-                     server ? "server links" : "uniform links", i + 1, instances, mean(c.gaps));
     }
+    all.merge(by_size[si]);
   }
-
-  // Planning-size instances: 1,000 GPUs (125 nodes of 8) with 100 jobs, and 10,000 GPUs (1,250
-  // nodes of 8) with 2,000 jobs, both three types; jobs of 1 to 64 GPUs.
-  struct Large {
-    int gpus, jobs, seed_gpus = 0;
-    double seed_ms = 0;
-    PlacementResult market, ours;
-  };
-  std::vector<Large> large = {{1000, 100, 0, 0, {}, {}}, {10000, 2000, 0, 0, {}, {}}};
-  for (Large& l : large) {
-    std::mt19937 rng(seed);
-    PlacementProblem big;
-    big.model = &model;
-    int third = l.gpus / 3;
-    big.cluster = make_cluster({l.gpus - 2 * third, third, third}, 8, true);
-    for (int j = 0; j < l.jobs; ++j) {
-      PlacementJob job = make_job(rng, model, 64);
-      job.max_gpus = 1 << (rng() % 7);  // 1..64
-      big.jobs.push_back(job);
-    }
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<int> big_seed = placement_seed_counts(big);
-    l.seed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    l.market = market_match(big, big_seed);
-    l.ours = place_hetero(big, big_seed, samples, seed);
-    for (int c : big_seed) l.seed_gpus += c;
-    std::fprintf(stderr, "[large] %d GPUs, %d jobs: place_hetero %.2f ms\n", l.gpus, l.jobs,
-                 l.ours.solve_ms);
+  std::printf("\nPer size (all shapes, both link settings):\n");
+  std::printf("%-8s %3s %9s %9s %10s %9s %9s %12s", "size", "n", "ours ms", "ours max",
+              "MIP ms max", "gap mean", "gap worst", "MIP/ours >1s");
+  if (o.market) std::printf(" %9s %9s", "mkt mean", "mkt worst");
+  std::printf("\n");
+  for (size_t si = 0; si < o.sizes.size(); ++si) {
+    const Cell& c = by_size[si];
+    char name[32];
+    std::snprintf(name, sizeof name, "%d/%d", o.sizes[si].gpus, o.sizes[si].jobs);
+    std::printf("%-8s %3zu %9.2f %9.2f %10.1f %8.3f%% %8.3f%% %11.0fx", name, c.gaps.size(),
+                median(c.ours_ms), maxv(c.ours_ms), maxv(c.mip_ms), mean(c.gaps), maxv(c.gaps),
+                minv(c.speedups));
+    if (o.market) std::printf(" %8.3f%% %8.3f%%", mean(c.market_gaps), maxv(c.market_gaps));
+    std::printf("\n");
   }
-
-  std::printf("\nPlacement vs the GLPK MIP optimum (%d instances per link setting of <= %d GPUs and "
-              "<= %d jobs, K = %d, seed %u, times: median of %d runs)\n",
-              instances, max_gpus, max_jobs, samples, seed, repeats);
-  std::printf("%-30s %9s %9s %9s %9s %9s %10s %10s %9s %5s\n", "comparison", "mean gap",
-              "worst gap", "seed gap", "ours ms", "MIP ms", "MIP/ours", "MIP/ours", "MIP/ours",
-              "n");
-  std::printf("%-30s %9s %9s %9s %9s %9s %10s %10s %9s %5s\n", "", "", "", "", "median",
-              "median", "median", "totals", "min", "");
-  for (const Comparison& c : cmp)
-    std::printf("%-30s %8.3f%% %8.3f%% %8.3f%% %9.3f %9.3f %9.2fx %9.2fx %8.2fx %5zu\n", c.name,
-                mean(c.gaps), maxv(c.gaps), mean(c.seed_gaps), median(c.ours_ms), median(c.mip_ms),
-                median(c.ratios), c.total_ratio(), minv(c.ratios), c.gaps.size());
-  std::printf("(gap: our sum of finish times vs the optimum, without locality against the "
-              "aggregated MIP;\n seed gap: the market on the doubling seed alone, K = 1; our "
-              "time includes the seed)\n");
-  std::printf("uniform links: the aggregated and the node-level MIP disagree on %d instances\n",
-              mip_disagreements);
-  if (show_worst)
-    for (const Comparison& c : cmp)
-      std::printf("\nWorst instance, %s: gap %.3f%%\n%s", c.name, c.worst, c.worst_text.c_str());
-  for (const Large& l : large) {
-    std::printf("\nLarge instance: %d GPUs (%d nodes of 8, 3 types), %d jobs, %d GPUs in the seed\n",
-                l.gpus, l.gpus / 8, l.jobs, l.seed_gpus);
-    std::printf("  seed (doubling) %.2f ms, one market %.2f ms (%d fallbacks), place_hetero K=%d "
-                "%.2f ms (%d categories, work %ld of budget %ld, %d fallbacks)\n",
-                l.seed_ms, l.market.solve_ms, l.market.auction_fallbacks, samples, l.ours.solve_ms,
-                l.ours.categories_evaluated, l.ours.work, placement_work_budget(l.jobs, 3, samples),
-                l.ours.auction_fallbacks);
+  std::printf("(MIP/ours >1s: the smallest ratio over instances where the MIP took over 1 s; nan: none did)\n");
+  if (o.show_worst)
+    for (size_t si = 0; si < o.sizes.size(); ++si)
+      std::printf("\nWorst instance of size %d/%d: %s", o.sizes[si].gpus, o.sizes[si].jobs,
+                  by_size[si].worst_text.c_str());
+  if (o.large) {
+    std::printf("\nPlanning-size rounds:\n");
+    time_large(o, model);
   }
-  std::printf("\n{\"instances\": %d, \"max_gpus\": %d, \"max_jobs\": %d, \"samples\": %d, "
-              "\"seed\": %u, \"repeats\": %d, \"mip_disagreements\": %d",
-              instances, max_gpus, max_jobs, samples, seed, repeats, mip_disagreements);
-  for (const Comparison& c : cmp)
-    std::printf(", \"%s\": {\"evaluated\": %zu, \"mean_gap_pct\": %.4f, \"worst_gap_pct\": %.4f, "
-                "\"seed_mean_gap_pct\": %.4f, \"ours_median_ms\": %.4f, \"ours_mean_ms\": %.4f, "
-                "\"mip_median_ms\": %.4f, \"mip_mean_ms\": %.4f, \"time_ratio_median\": %.3f, "
-                "\"time_ratio_totals\": %.3f, \"time_ratio_min\": %.3f, \"mip_time_limited\": %d}",
-                c.key, c.gaps.size(), mean(c.gaps), maxv(c.gaps), mean(c.seed_gaps),
-                median(c.ours_ms), mean(c.ours_ms), median(c.mip_ms), mean(c.mip_ms),
-                median(c.ratios), c.total_ratio(), minv(c.ratios), c.mip_time_limited);
-  for (const Large& l : large)
-    std::printf(", \"large_%d_%d\": {\"market_ms\": %.3f, \"place_hetero_ms\": %.3f, "
-                "\"categories\": %d, \"work\": %ld, \"work_budget\": %ld, \"fallbacks\": %d}",
-                l.gpus, l.jobs, l.market.solve_ms, l.ours.solve_ms, l.ours.categories_evaluated,
-                l.ours.work, placement_work_budget(l.jobs, 3, samples), l.ours.auction_fallbacks);
-  std::printf("}\n");
+  std::printf("\n{\"seeds\": %d, \"seed\": %u, \"samples\": %d, \"mip_time_limit_s\": %.0f, "
+              "\"evaluated\": %zu, \"skipped\": %d, \"mip_proven\": %d, \"against_bound\": %d, "
+              "\"gap_mean_pct\": %.4f, \"gap_worst_pct\": %.4f, \"market_gap_mean_pct\": %.4f, "
+              "\"market_gap_worst_pct\": %.4f, \"min_speedup_over_1s_mips\": %.1f}\n",
+              o.seeds, o.seed, o.samples, o.mip_limit_s, all.gaps.size(), all.skipped, all.proven,
+              all.against_bound, mean(all.gaps), maxv(all.gaps), mean(all.market_gaps),
+              maxv(all.market_gaps), minv(all.speedups));
   return 0;
 }

@@ -1,14 +1,19 @@
-// Internals of the heterogeneity-aware placement (placement.h) shared by the market, the MIPs,
-// the tests and the evaluation program: problem validation, the memoised speed oracle, the sizes
-// a job may take, the cluster's nodes as the placement sees them, the locality model, the
-// built-in seed category and the objective without locality (what the aggregated MIP optimises).
+// Private to the placement (policy/placement*.cpp; the tests and bench programs may include it):
+// what its phases share. Problem validation, the memoised speed oracle, the sizes a job may take,
+// the cluster's nodes as the placement sees them, the locality model and the type-level finish
+// time, the feasibility of a category (Hall's condition over sets of GPU types), the doubling
+// seed and the packing onto nodes.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "ringsched/free_gpus.h"
 #include "ringsched/placement.h"
 
 namespace ringsched {
@@ -25,13 +30,6 @@ void validate_placement_problem(const PlacementProblem& problem);
 class PlacementSpeeds;
 std::vector<int> placement_sizes(const PlacementProblem& problem, const PlacementSpeeds& speeds,
                                  int job);
-
-// Upper bound on PlacementResult::work for place_hetero on `jobs` jobs, `types` GPU types and
-// `samples` categories when its seed category (after the Hall's-condition shrinking) is matched
-// by its first market: linear in the jobs and the samples, whatever the cluster size. (A seed
-// that must shrink after a failed market adds one market's fallback, (2 types + 5) x jobs, per
-// retry; that takes jobs that may not mix types.)
-long placement_work_budget(int jobs, int types, int samples);
 
 // Speeds of jobs on per-type GPU counts, through ThroughputModel::iters_per_s_mixed, memoised per
 // (model, counts).
@@ -74,6 +72,7 @@ class PlacementSpeeds {
 struct PlacementTopology {
   struct TNode {
     std::string name;
+    int cluster_index = 0;  // in PlacementProblem::cluster.nodes
     int type = 0;
     int cap = 0;  // usable GPUs
     double intra = 0, inter = 0;
@@ -92,12 +91,15 @@ struct PlacementTopology {
   PlacementTopology(const PlacementProblem& problem, const PlacementSpeeds& speeds);
   // Fewest nodes that can hold n GPUs for job j.
   int min_nodes(int j, int n) const;
+  // Fewest nodes of type t that can hold n of its GPUs (the largest first).
+  int fewest_nodes(int t, int n) const;
   // Link ratio (min intra / min inter) of the nodes of the types with counts > 0.
   double link_ratio(const std::vector<int>& counts) const;
 
  private:
   std::vector<int> job_class_;                // job -> index of its allowed-type set
   std::vector<std::vector<int>> caps_desc_;  // per class: allowed nodes' caps, largest first
+  std::vector<std::vector<int>> cap_sums_;   // per type: running sums of its caps, largest first
 };
 
 // The locality model (see placement.cpp): seconds per iteration of job j on per-type counts
@@ -106,6 +108,14 @@ struct PlacementTopology {
 double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
                                 const std::vector<int>& counts, int nodes, double link_ratio);
 
+// Finish time of job j on per-type counts with the locality it cannot avoid (each type on its
+// fewest nodes, PlacementTopology::fewest_nodes()), plus the restart cost when a running job's
+// per-type counts change: what the type-level stages value a count vector at; never above what
+// any packing onto nodes gives. Infinity if the job cannot run on them.
+double placement_type_level_finish(const PlacementProblem& problem, PlacementSpeeds& speeds,
+                                   const PlacementTopology& topo, int j,
+                                   const std::vector<int>& counts);
+
 // Job j on explicit (node index, GPUs) pairs of the topology: GPUs by node and type, speed with
 // locality (the link ratio of the nodes used), and the finish time, plus the restart cost unless
 // a running job keeps exactly the GPUs it holds.
@@ -113,15 +123,109 @@ JobPlacement placement_on_nodes(const PlacementProblem& problem, PlacementSpeeds
                                 const PlacementTopology& topo, int j,
                                 const std::vector<std::pair<int, int>>& package);
 
-// A category (GPUs per job, 0 = waits) that a simple doubling pass on the pooled cluster gives:
-// every job at its smallest size while GPUs last, then the job that gains the most time per added
-// GPU doubles while it can. place_hetero uses it when called with an empty seed.
-std::vector<int> placement_seed_counts(const PlacementProblem& problem);
+// The finish time of placement_on_nodes() alone (0 for an empty package).
+double placement_package_finish(const PlacementProblem& problem, PlacementSpeeds& speeds,
+                                const PlacementTopology& topo, int j,
+                                const std::vector<std::pair<int, int>>& package);
 
-// Sum of finish times of the jobs that run, from their per-type counts only: no locality, and a
-// running job pays the restart cost when its per-type counts differ from those it holds now. This
-// is the MIP's objective; optimal_placement_mip's objective_s equals it on its own result.
-double placement_objective_without_locality(const PlacementProblem& problem,
-                                            const PlacementResult& result);
+// Sizes of every job (placement_sizes()).
+std::vector<std::vector<int>> placement_all_sizes(const PlacementProblem& problem,
+                                                  const PlacementSpeeds& speeds);
+
+// Every split of n GPUs over `types` (indices into c, ascending) within room[t] per type: calls
+// visit(c) with c[t] set for the listed types (the other entries of c untouched, left as they
+// were). Lexicographic order, the first type's count growing slowest.
+template <typename F>
+void for_each_split(const std::vector<int>& types, int n, const std::vector<int>& room,
+                    std::vector<int>& c, F&& visit, size_t i = 0) {
+  int t = types[i];
+  if (i + 1 == types.size()) {
+    if (n <= room[t]) {
+      c[t] = n;
+      visit(c);
+      c[t] = 0;
+    }
+    return;
+  }
+  for (int x = 0; x <= std::min(n, room[t]); ++x) {
+    c[t] = x;
+    for_each_split(types, n - x, room, c, visit, i + 1);
+  }
+  c[t] = 0;
+}
+
+// Number of ways to split n GPUs over k types (stops counting past `cap`).
+long placement_compositions(int n, int k, long cap);
+
+// Whether a category (GPUs per job, 0 = waits) can be matched at all: each job's count within
+// what its allowed types hold (one type when it may not mix), and Hall's condition over sets of
+// types on the GPUs the category gives the jobs of each allowed-type set ("need", indexed by the
+// set as a bit mask): necessary, and sufficient for jobs that may mix. With more than 12 types
+// only the total is checked (need has one entry).
+class CategoryFit {
+ public:
+  CategoryFit(const PlacementProblem& problem, const PlacementSpeeds& speeds,
+              const PlacementTopology& topo);
+  bool job_fits(int j, int n) const;
+  std::vector<long> need_of(const std::vector<int>& counts) const;
+  // Job j's count goes from `from` to `to`.
+  void change(std::vector<long>& need, int j, int from, int to) const {
+    need[mask_[j]] += to - from;
+  }
+  bool holds(const std::vector<long>& need) const { return holds(need, cap_); }
+  // The same against other per-type capacities.
+  bool holds(const std::vector<long>& need, const std::vector<int>& cap) const;
+  bool fits(const std::vector<int>& counts) const;
+  // fits() for `counts` (whose need is `need`) with (job, new count) changes applied.
+  bool fits_changes(const std::vector<long>& need, const std::vector<int>& counts,
+                    const std::vector<std::pair<int, int>>& changes) const;
+  unsigned mask(int j) const { return mask_[j]; }
+
+ private:
+  const PlacementProblem& p_;
+  int T_;
+  bool by_sets_;
+  std::vector<int> cap_;
+  std::vector<unsigned> mask_;       // per job: allowed types as bits (0 without sets)
+  std::vector<int> single_cap_, mixed_cap_;  // per job: most GPUs of one allowed type / of all
+};
+
+// A category that a simple doubling pass on the pooled cluster gives (placement_seed_counts()),
+// on the speeds, topology and sizes the caller made already.
+std::vector<int> placement_doubling_seed(const PlacementProblem& problem, PlacementSpeeds& speeds,
+                                         const PlacementTopology& topo,
+                                         const std::vector<std::vector<int>>& sizes);
+
+// Each job's per-type counts (counts[j][t]; empty or all 0: it waits) onto the topology's nodes,
+// with the free-GPU allocator's rule (ringsched/free_gpus.h) inside each type: running jobs that
+// keep their per-type counts stay on the nodes they hold; then by demand, largest first, and
+// among equal demands by spread_loss[j] (what job j loses when spread; may be empty), largest
+// first. Fills package[j] with (topology node, GPUs); false if the GPUs do not fit the nodes.
+class NodePacker {
+ public:
+  NodePacker(const PlacementProblem& problem, const PlacementTopology& topo);
+  bool pack(const std::vector<std::vector<int>>& counts, const std::vector<double>& spread_loss,
+            std::vector<std::vector<std::pair<int, int>>>& package) const;
+
+ private:
+  const PlacementProblem& p_;
+  const PlacementTopology& topo_;
+  FreeGpus free_;                             // the cluster before anything is packed
+  std::vector<int> topo_node_;                // cluster node -> topology node (-1: none)
+  std::vector<std::vector<int>> candidates_;  // per type: its cluster nodes
+};
+
+// The rows of a result from each job's (node, GPUs) package; objective_s their sum.
+void fill_placement_result(const PlacementProblem& problem, PlacementSpeeds& speeds,
+                           const PlacementTopology& topo,
+                           const std::vector<std::vector<std::pair<int, int>>>& package,
+                           PlacementResult& out);
+
+// Throws InputError unless `counts` has one entry per job, each 0 or within the job's range.
+void check_placement_counts(const PlacementProblem& problem, const std::vector<int>& counts,
+                            const char* what);
+// "placement job J (model)", for error messages.
+std::string placement_job_name(const PlacementProblem& problem, int j);
+double placement_elapsed_ms(std::chrono::steady_clock::time_point t0);
 
 }  // namespace ringsched

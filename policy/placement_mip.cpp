@@ -1,11 +1,15 @@
-// Exact optima of the placement problem by MIP (GLPK), to measure the market's gap (DESIGN 3.3
-// step 4). Every job runs; minimise the sum of finish times. Both formulations have one binary
-// per job and feasible per-type count vector (sizes from placement_sizes; single-type vectors
-// only for jobs that may not mix), and every job takes exactly one.
+// Exact optima of the placement problem by MIP (GLPK), to measure the placement's gap (DESIGN
+// 3.3 step 4). Every job runs; minimise the sum of finish times. Both formulations have one
+// binary per job and feasible per-type count vector (sizes from placement_sizes; single-type
+// vectors only for jobs that may not mix), and every job takes exactly one. Each stops at its
+// time limit (GLPK's tm_lim) and reports GLPK's best bound and whether it proved optimality.
 //  - Aggregated by type (optimal_placement_mip): the GPUs of each type used stay within its
-//    usable GPUs. Locality is ignored: a vector costs remaining / speed from
+//    usable GPUs. TypeLevelCosts::WithoutLocality: a vector costs remaining / speed from
 //    ThroughputModel::iters_per_s_mixed, plus the restart cost for a running job whose per-type
-//    counts change; placement_objective_without_locality() evaluates the market the same way.
+//    counts change (placement_objective_without_locality() evaluates any result the same way);
+//    exact with uniform links. TypeLevelCosts::UnavoidableLocality: a vector costs
+//    placement_type_level_finish() (each type on its fewest nodes): the type-level problem of
+//    place_hetero, and a lower bound on the node-level optimum.
 //  - Node-level (optimal_placement_node_mip): the problem the market solves. Integer y(j,n):
 //    GPUs of job j on node n, within the node's usable GPUs; binary u(j,n): job j uses node n
 //    (y <= bound * u); a vector comes once per number of nodes m it may span, costing the
@@ -22,10 +26,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "ringsched/placement.h"
-#include "ringsched/placement_support.h"
+#include "placement_internal.h"
 
 #ifdef HAVE_GLPK
 #include <glpk.h>
@@ -61,29 +66,8 @@ void for_each_count_vector(const PlacementProblem& p, const PlacementSpeeds& spe
         }
       continue;
     }
-    // Odometer over the first types; the last one takes the rest.
     c.assign(T, 0);
-    for (;;) {
-      int used = 0;
-      for (size_t i = 0; i + 1 < types.size(); ++i) used += c[types[i]];
-      int rest = n - used;
-      if (rest >= 0 && rest <= speeds.usable()[types.back()]) {
-        c[types.back()] = rest;
-        visit(c);
-        c[types.back()] = 0;
-      }
-      size_t i = 0;
-      for (; i + 1 < types.size(); ++i) {
-        int t = types[i];
-        if (c[t] < std::min(n, speeds.usable()[t]) && used < n) {
-          ++c[t];
-          break;
-        }
-        used -= c[t];
-        c[t] = 0;
-      }
-      if (i + 1 >= types.size()) break;
-    }
+    for_each_split(types, n, speeds.usable(), c, visit);
   }
 }
 
@@ -115,21 +99,30 @@ class Mip {
   }
   int columns() const { return glp_get_num_cols(lp_); }
 
-  // Solves to optimality (or until the time limit); throws when there is no solution.
-  void solve(double time_limit_s) {
+  // Solves to optimality or until the time limit. Returns whether a solution was found (false:
+  // none within the time limit); throws when the problem has none. `bound` gets GLPK's best
+  // bound (the objective itself when proven optimal; -infinity when none is known) and
+  // `optimal` whether the search finished.
+  bool solve(double time_limit_s, double& bound, bool& optimal) {
     glp_load_matrix(lp_, static_cast<int>(ia_.size()) - 1, ia_.data(), ja_.data(), ar_.data());
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = static_cast<int>(std::min(time_limit_s * 1000.0, 2e9));
+    bound = -std::numeric_limits<double>::infinity();
+    parm.cb_func = record_bound;
+    parm.cb_info = &bound;
     int ret = glp_intopt(lp_, &parm);
     int status = glp_mip_status(lp_);
     if (ret == GLP_ENOPFS || status == GLP_NOFEAS)
       throw InputError("placement MIP: the jobs' smallest sizes do not fit the cluster's usable GPUs");
-    if (status != GLP_OPT && status != GLP_FEAS)
-      throw std::runtime_error("placement MIP: GLPK found no solution (glp_intopt returned " +
-                               std::to_string(ret) + ")");
+    optimal = ret == 0 && status == GLP_OPT;
+    if (optimal) bound = glp_mip_obj_val(lp_);
+    if (status == GLP_OPT || status == GLP_FEAS) return true;
+    if (ret == GLP_ETMLIM) return false;
+    throw std::runtime_error("placement MIP: GLPK found no solution (glp_intopt returned " +
+                             std::to_string(ret) + ")");
   }
   double value(int col) const { return glp_mip_col_val(lp_, col); }
 
@@ -137,11 +130,29 @@ class Mip {
   glp_prob* lp_;
   std::vector<int> ia_{0}, ja_{0};
   std::vector<double> ar_{0};
+
+  // GLPK's callback: the bound of the best active node (it only rises as the search goes on).
+  static void record_bound(glp_tree* tree, void* info) {
+    int best = glp_ios_best_node(tree);
+    if (best != 0) {
+      double* bound = static_cast<double*>(info);
+      *bound = std::max(*bound, glp_ios_node_bound(tree, best));
+    }
+  }
 };
 
 void check_time_limit(double time_limit_s) {
   if (!(time_limit_s > 0) || !std::isfinite(time_limit_s))
     throw InputError("placement MIP: the time limit must be positive");
+}
+
+// The result when GLPK found no solution within the time limit: every job waits, the objective
+// is infinite, the bound is what GLPK proved.
+PlacementResult no_solution(PlacementResult& r, std::chrono::steady_clock::time_point t0) {
+  r.objective_s = std::numeric_limits<double>::infinity();
+  r.optimal = false;
+  r.solve_ms = elapsed_ms(t0);
+  return r;
 }
 
 void no_vector(const PlacementProblem& p, int j) {
@@ -151,7 +162,8 @@ void no_vector(const PlacementProblem& p, int j) {
 
 }  // namespace
 
-PlacementResult optimal_placement_mip(const PlacementProblem& problem, double time_limit_s) {
+PlacementResult optimal_placement_mip(const PlacementProblem& problem, double time_limit_s,
+                                      TypeLevelCosts costs) {
   auto t0 = std::chrono::steady_clock::now();
   check_time_limit(time_limit_s);
   PlacementSpeeds speeds(problem);
@@ -172,10 +184,16 @@ PlacementResult optimal_placement_mip(const PlacementProblem& problem, double ti
     const PlacementJob& job = problem.jobs[j];
     size_t before = columns.size();
     for_each_count_vector(problem, speeds, j, [&](const std::vector<int>& c) {
-      double v = speeds.speed(j, c);
-      if (v <= 0) return;
-      double cost = job.remaining / v;
-      if (job.running && c != topo.current_types[j]) cost += problem.costs.restart_s;
+      double cost;
+      if (costs == TypeLevelCosts::UnavoidableLocality) {
+        cost = placement_type_level_finish(problem, speeds, topo, j, c);
+        if (!std::isfinite(cost)) return;
+      } else {
+        double v = speeds.speed(j, c);
+        if (v <= 0) return;
+        cost = job.remaining / v;
+        if (job.running && c != topo.current_types[j]) cost += problem.costs.restart_s;
+      }
       int col = mip.column(GLP_BV, 0, 1, cost);
       mip.set(one_vector[j], col, 1);
       for (int t = 0; t < T; ++t)
@@ -184,10 +202,10 @@ PlacementResult optimal_placement_mip(const PlacementProblem& problem, double ti
     });
     if (columns.size() == before) no_vector(problem, j);
   }
-  mip.solve(time_limit_s);
-
   PlacementResult r;
   r.jobs.assign(J, JobPlacement{});
+  r.categories_evaluated = mip.columns();
+  if (!mip.solve(time_limit_s, r.bound_s, r.optimal)) return no_solution(r, t0);
   // Nodes only for the caller's convenience: fill each type's nodes, largest first.
   std::vector<std::vector<std::pair<int, int>>> free_nodes(T);  // (GPUs left, node)
   for (int t = 0; t < T; ++t) {
@@ -211,11 +229,10 @@ PlacementResult optimal_placement_mip(const PlacementProblem& problem, double ti
         need -= x;
       }
     }
-    jp.iters_per_s = speeds.speed(col.job, col.counts);
+    jp.iters_per_s = speeds.speed(col.job, col.counts);  // without locality, as the header says
     jp.finish_s = col.cost;
     r.objective_s += col.cost;
   }
-  r.categories_evaluated = mip.columns();
   r.solve_ms = elapsed_ms(t0);
   return r;
 }
@@ -320,10 +337,10 @@ PlacementResult optimal_placement_node_mip(const PlacementProblem& problem, doub
       }
     }
   }
-  mip.solve(time_limit_s);
-
   PlacementResult r;
   r.jobs.assign(J, JobPlacement{});
+  r.categories_evaluated = mip.columns();
+  if (!mip.solve(time_limit_s, r.bound_s, r.optimal)) return no_solution(r, t0);
   for (int j = 0; j < J; ++j) {
     std::vector<std::pair<int, int>> package;
     for (int n = 0; n < N; ++n)
@@ -334,7 +351,6 @@ PlacementResult optimal_placement_node_mip(const PlacementProblem& problem, doub
     r.jobs[j] = placement_on_nodes(problem, speeds, topo, j, package);
     r.objective_s += r.jobs[j].finish_s;
   }
-  r.categories_evaluated = mip.columns();
   r.solve_ms = elapsed_ms(t0);
   return r;
 }

@@ -1,0 +1,142 @@
+// Private to the placement: the type-level search of place_hetero (see placement.cpp for the
+// scheme), split by phase -- the columns (placement_columns.cpp), the prices and the dive
+// (placement_prices.cpp), the local search and the branch and bound (placement_search.cpp), the
+// packing onto nodes and its repair (placement_nodes.cpp).
+//
+// The type-level problem: every job that runs takes one column, a GPU count per type whose total
+// is one of its sizes, on its allowed types (one type when it may not mix); the GPUs of each type
+// taken stay within its usable GPUs; minimise the sum of the columns' type-level finish times
+// (placement_type_level_finish(): the locality each type's fewest nodes cannot avoid, the restart
+// cost of a running job whose per-type counts change).
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "placement_internal.h"
+
+namespace ringsched {
+
+class TypeLevelSearch {
+ public:
+  // `runs`: the jobs that must run (others wait). `seed`: a count per job (0: none) around which
+  // the columns are kept when there is no work for all of them. `budget`: the work (columns
+  // valued or visited) that all phases together may do.
+  TypeLevelSearch(const PlacementProblem& p, PlacementSpeeds& speeds, const PlacementTopology& topo,
+                  const CategoryFit& fit, const std::vector<std::vector<int>>& sizes,
+                  const std::vector<int>& runs, const std::vector<int>& seed, long budget);
+
+  // --- phases, in the order place_hetero runs them ---
+  // Every job's columns (placement_columns.cpp); false if some job has none.
+  bool make_columns();
+  // A first assignment (placement_prices.cpp): jobs by regret at the current prices take their
+  // cheapest column (finish + prices) that fits what is left while the jobs after them can still
+  // fit. False if it ends with a job that fits nowhere.
+  bool dive();
+  // Prices per type (placement_prices.cpp) maximising the Lagrangian bound (projected
+  // subgradient ascent); best responses that fit become the incumbent.
+  void price();
+  // Local search on the incumbent (placement_search.cpp): one job's best column in what is free
+  // plus what it holds, then the best joint columns of every pair of jobs, while they help.
+  void improve();
+  // Branch and bound on the incumbent with the Lagrangian bound (placement_search.cpp): proves
+  // it optimal (proven()) or finds a better one, within the work left.
+  void branch_and_bound();
+  // The incumbent onto nodes (placement_nodes.cpp), then moves of the jobs that lose on the
+  // nodes (other columns of one, pairs with another), each re-packed, while they help.
+  void improve_on_nodes(const NodePacker& packer);
+
+  // --- the outcome ---
+  bool has_incumbent() const { return !incumbent_.empty(); }
+  // Job j's per-type counts in the incumbent (empty: it waits).
+  std::vector<int> counts_of(int j) const;
+  // After improve_on_nodes(): per job of the problem, (topology node, GPUs).
+  const std::vector<std::vector<std::pair<int, int>>>& package() const { return package_; }
+  double objective() const { return best_; }
+  // A lower bound on the type-level optimum; -infinity when the columns are not all the count
+  // vectors the jobs may take (then none is known).
+  double bound() const;
+  bool proven() const { return proven_ && complete_; }
+  double raw_bound() const { return bound_; }
+  long work() const { return work_; }
+  // Complete assignments the phases built (dives, best responses that fit, search leaves).
+  int assignments() const { return assignments_; }
+  // The optional phases (price, improve, branch and bound, the node moves) stop at the end of
+  // their share (allow()) or of the budget less a reserve for the second dive and the node
+  // phase's look at every column, so that the whole stays within the budget.
+  bool out_of_work() const { return work_ >= std::min(limit_, budget_ - reserve_); }
+  // The phase that starts now may do `share` of the budget's work (on top of what is done).
+  void allow(double share) { limit_ = work_ + static_cast<long>(share * static_cast<double>(budget_)); }
+
+ private:
+  struct Columns {  // one job's columns, sorted by finish time
+    std::vector<int> counts;  // T per column
+    std::vector<double> finish;
+    int size() const { return static_cast<int>(finish.size()); }
+    const int* at(int k, int T) const { return counts.data() + static_cast<size_t>(k) * T; }
+  };
+
+  // columns
+  void add_columns(int job, int n, long allowance, Columns& out);
+  void prune_dominated(Columns& cols) const;
+  // prices
+  double reduced(int i, int k) const;  // finish + prices . counts of column k of job i
+  std::vector<int> regret_order() const;
+  bool remaining_fit(const std::vector<long>& need, const std::vector<int>& room) const;
+  void set_incumbent(const std::vector<int>& pick);
+  // search
+  bool fits(const int* c, const std::vector<int>& room) const;
+  bool rest_fits(size_t depth, const std::vector<int>& room);
+  bool improve_one(int i);
+  bool improve_pair(int a, int b);
+  void apply(int i, int k);
+  void search(size_t depth, double partial);
+  // nodes
+  // The incumbent packed; its node-level objective. A trial (not the result) counts as work.
+  double pack(std::vector<std::vector<std::pair<int, int>>>& package, std::vector<double>& finish,
+              bool trial);
+
+  const PlacementProblem& p_;
+  PlacementSpeeds& speeds_;
+  const PlacementTopology& topo_;
+  const CategoryFit& fit_;
+  const std::vector<std::vector<int>>& sizes_;
+  std::vector<int> jobs_;  // the jobs that run; index i below is into this list
+  std::vector<int> seed_;
+  int T_;
+  long budget_;
+  long work_ = 0;
+  long reserve_ = 0;  // every job's columns, twice
+  long limit_ = std::numeric_limits<long>::max();
+  int assignments_ = 0;
+  bool complete_ = true;  // every count vector of every job is a column
+  std::vector<Columns> columns_;
+  std::vector<double> price_;  // per type
+  double bound_ = -std::numeric_limits<double>::infinity();
+  bool proven_ = false;
+  // The incumbent: a column per job, its objective, the GPUs per type it leaves free.
+  std::vector<int> incumbent_;
+  double best_ = std::numeric_limits<double>::infinity();
+  std::vector<int> free_;
+  std::vector<int> pool_, rest_;  // scratch of the moves
+  // The node phase.
+  const NodePacker* packer_ = nullptr;
+  std::vector<std::vector<double>> spread_loss_;  // per job index and column
+  std::vector<std::vector<std::pair<int, int>>> package_;
+  double node_objective_ = std::numeric_limits<double>::infinity();
+  // Branch and bound state.
+  struct Node {
+    std::vector<int> order;               // jobs by depth
+    std::vector<std::vector<int>> ranked;  // per job: columns by reduced cost
+    std::vector<double> floor_after;      // per depth: sum of the best reduced costs from there
+    // Per depth: what the jobs from there on need at least (their smallest sizes), summed over
+    // every set of types S for the sets of allowed types within S (Hall's condition is then
+    // sum <= the room of S's types, for every S); empty when one type or more than 12.
+    std::vector<std::vector<long>> need_within;
+    std::vector<int> pick, room;
+    std::vector<long> room_of_set;  // scratch of rest_fits
+    bool aborted = false;
+  } bb_;
+};
+
+}  // namespace ringsched

@@ -1,0 +1,522 @@
+// What the phases of the placement share (placement_internal.h): the problem's validation, the
+// memoised speeds, the topology, the sizes, the locality model and the type-level finish time,
+// the feasibility of a category, a result's rows, the objective without locality.
+//
+// Locality model (placement_iteration_time(); what place_hetero, the market and the node-level
+// MIP charge): the ring model's communication term (1/speed minus the compute time
+// 1/sum(c_t v_t(1)) of the proportional split) was measured inside one server. When a job's
+// ring crosses nodes, its slowest link is the inter-node one, so the communication term grows by
+// the factor min(intra_gbps)/min(inter_gbps) of the nodes it uses; every node beyond the fewest
+// that could hold the job adds 5% of that extra, standing for the extra hops and the NIC
+// bandwidth taken from the nodes' other jobs. With intra_gbps = inter_gbps locality costs
+// nothing.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "placement_internal.h"
+
+namespace ringsched {
+namespace {
+
+constexpr double kExtraNodeShare = 0.05;  // see the locality model above
+
+// Normalised names of the types a job lists (empty: any).
+std::vector<std::string> listed_types(const PlacementJob& job) {
+  std::vector<std::string> out;
+  for (const std::string& t : job.allowed_types) out.push_back(normalize_type(t));
+  return out;
+}
+
+bool type_listed(const std::vector<std::string>& listed, const std::string& type) {
+  return listed.empty() || std::find(listed.begin(), listed.end(), type) != listed.end();
+}
+
+// Per-iteration time with the locality model (see the top of this file).
+double iteration_time_with_locality(double t_iter, double t_compute, int nodes_used, int min_nodes,
+                                    double link_ratio) {
+  if (nodes_used <= 1 || link_ratio <= 1.0) return t_iter;
+  double comm = std::max(0.0, t_iter - t_compute);
+  int extra = std::max(0, nodes_used - std::max(1, min_nodes));
+  return t_iter + comm * (link_ratio - 1.0) * (1.0 + kExtraNodeShare * extra);
+}
+
+// Whether each (model, type) of the problem is known to the throughput model, asked once per
+// distinct model (the planner passes thousands of jobs of a few tens of models).
+class KnownTypes {
+ public:
+  KnownTypes(const PlacementProblem& p, const std::vector<std::string>& types) {
+    for (const PlacementJob& job : p.jobs) {
+      auto [it, fresh] = known_.emplace(job.model, std::vector<bool>());
+      if (!fresh) continue;
+      for (const std::string& t : types) it->second.push_back(p.model->iters_per_s(job.model, t, 1) > 0);
+    }
+  }
+  const std::vector<bool>& of(const std::string& model) const { return known_.at(model); }
+
+ private:
+  std::map<std::string, std::vector<bool>> known_;
+};
+
+}  // namespace
+
+std::string placement_job_name(const PlacementProblem& p, int j) {
+  return "placement job " + std::to_string(j) + " (" + p.jobs[j].model + ")";
+}
+
+double placement_elapsed_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void check_placement_counts(const PlacementProblem& p, const std::vector<int>& counts,
+                            const char* what) {
+  if (counts.size() != p.jobs.size())
+    throw InputError(std::string("placement: ") + what + " has " + std::to_string(counts.size()) +
+                     " entries for " + std::to_string(p.jobs.size()) + " jobs");
+  for (size_t j = 0; j < counts.size(); ++j) {
+    int c = counts[j];
+    if (c == 0) continue;
+    const PlacementJob& job = p.jobs[j];
+    if (c < 0 || c < job.min_gpus || c > job.max_gpus)
+      throw InputError(placement_job_name(p, static_cast<int>(j)) + ": " + what + " gives it " +
+                       std::to_string(c) + " GPUs, outside its range [" +
+                       std::to_string(job.min_gpus) + ", " + std::to_string(job.max_gpus) + "]");
+  }
+}
+
+long placement_compositions(int n, int k, long cap) {
+  long c = 1;
+  for (int i = 1; i < k; ++i) {
+    c = c * (n + i) / i;
+    if (c > cap) return cap + 1;
+  }
+  return c;
+}
+
+PlacementTopology::PlacementTopology(const PlacementProblem& p, const PlacementSpeeds& speeds) {
+  int T = speeds.num_types();
+  nodes_of_type.assign(T, {});
+  cap_of_type.assign(T, 0);
+  max_node_of_type.assign(T, 1);
+  min_intra.assign(T, std::numeric_limits<double>::infinity());
+  min_inter.assign(T, std::numeric_limits<double>::infinity());
+  std::map<std::string, int> index;
+  for (size_t k = 0; k < p.cluster.nodes.size(); ++k) {
+    const Node& n = p.cluster.nodes[k];
+    if (n.usable() <= 0) continue;
+    int t = static_cast<int>(std::lower_bound(speeds.types().begin(), speeds.types().end(),
+                                              n.gpu_type) - speeds.types().begin());
+    index[n.name] = static_cast<int>(nodes.size());
+    nodes_of_type[t].push_back(static_cast<int>(nodes.size()));
+    cap_of_type[t] += n.usable();
+    max_node_of_type[t] = std::max(max_node_of_type[t], n.usable());
+    min_intra[t] = std::min(min_intra[t], n.intra_gbps);
+    min_inter[t] = std::min(min_inter[t], n.inter_gbps);
+    nodes.push_back(TNode{n.name, static_cast<int>(k), t, n.usable(), n.intra_gbps, n.inter_gbps});
+  }
+  cap_sums_.assign(T, {});
+  for (int t = 0; t < T; ++t) {
+    for (int n : nodes_of_type[t]) cap_sums_[t].push_back(nodes[n].cap);
+    std::sort(cap_sums_[t].rbegin(), cap_sums_[t].rend());
+    for (size_t k = 1; k < cap_sums_[t].size(); ++k) cap_sums_[t][k] += cap_sums_[t][k - 1];
+  }
+  int J = static_cast<int>(p.jobs.size());
+  job_class_.assign(J, 0);
+  current.assign(J, {});
+  current_total.assign(J, 0);
+  current_types.assign(J, std::vector<int>(T, 0));
+  // Jobs with the same allowed types share their node capacities (a few classes, many jobs).
+  std::map<std::vector<bool>, int> classes;
+  for (int j = 0; j < J; ++j) {
+    std::vector<bool> allowed(T);
+    for (int t = 0; t < T; ++t) allowed[t] = speeds.allowed(j, t);
+    auto [it, fresh] = classes.emplace(allowed, static_cast<int>(caps_desc_.size()));
+    if (fresh) {
+      caps_desc_.emplace_back();
+      for (const TNode& n : nodes)
+        if (allowed[n.type]) caps_desc_.back().push_back(n.cap);
+      std::sort(caps_desc_.back().rbegin(), caps_desc_.back().rend());
+    }
+    job_class_[j] = it->second;
+    const PlacementJob& job = p.jobs[j];
+    if (!job.running) continue;
+    bool usable = true;
+    for (const auto& [name, g] : job.current) {
+      if (g <= 0) continue;
+      auto found = index.find(name);
+      if (found == index.end() || nodes[found->second].cap < g ||
+          !speeds.allowed(j, nodes[found->second].type)) {
+        usable = false;  // its GPUs are no longer all available to it: it must move
+        break;
+      }
+      current[j].push_back({found->second, g});
+      current_total[j] += g;
+      current_types[j][nodes[found->second].type] += g;
+    }
+    if (!usable) {
+      current[j].clear();
+      current_total[j] = 0;
+      current_types[j].assign(T, 0);
+    }
+  }
+}
+
+int PlacementTopology::fewest_nodes(int t, int n) const {
+  if (n <= 0) return 0;
+  const std::vector<int>& sums = cap_sums_[t];  // sums[k]: GPUs of the k + 1 largest nodes
+  auto it = std::lower_bound(sums.begin(), sums.end(), n);
+  return it == sums.end() ? static_cast<int>(sums.size()) + 1 : static_cast<int>(it - sums.begin()) + 1;
+}
+
+int PlacementTopology::min_nodes(int j, int n) const {
+  int k = 0, sum = 0;
+  for (int c : caps_desc_[job_class_[j]]) {
+    if (sum >= n) break;
+    sum += c;
+    ++k;
+  }
+  return std::max(1, k);
+}
+
+double PlacementTopology::link_ratio(const std::vector<int>& counts) const {
+  double intra = INFINITY, inter = INFINITY;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) {
+      intra = std::min(intra, min_intra[t]);
+      inter = std::min(inter, min_inter[t]);
+    }
+  return intra / inter;
+}
+
+double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                                const std::vector<int>& counts, int nodes, double link_ratio) {
+  double v = speeds.speed(j, counts);
+  if (v <= 0) return INFINITY;
+  double sum_v1 = 0;
+  int n = 0;
+  for (int t = 0; t < speeds.num_types(); ++t)
+    if (counts[t] > 0) {
+      sum_v1 += counts[t] * speeds.single(j, t, 1);
+      n += counts[t];
+    }
+  return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo.min_nodes(j, n),
+                                      link_ratio);
+}
+
+double placement_type_level_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
+                                   const PlacementTopology& topo, int j,
+                                   const std::vector<int>& counts) {
+  int nodes = 0;
+  for (size_t t = 0; t < counts.size(); ++t) nodes += topo.fewest_nodes(static_cast<int>(t), counts[t]);
+  double f = p.jobs[j].remaining *
+             placement_iteration_time(speeds, topo, j, counts, nodes, topo.link_ratio(counts));
+  if (p.jobs[j].running && counts != topo.current_types[j]) f += p.costs.restart_s;
+  return f;
+}
+
+namespace {
+
+// Seconds per iteration of job j on a package of (topology node, GPUs), with the locality of the
+// nodes it spans, and whether it restarts (a running job that does not hold exactly these GPUs
+// now, all of them still usable). t_iter is 0 for an empty package.
+struct OnNodes {
+  double t_iter = 0;
+  bool restart = false;
+};
+
+OnNodes on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds, const PlacementTopology& topo,
+                 int j, const std::vector<std::pair<int, int>>& package) {
+  OnNodes out;
+  std::vector<int> counts(speeds.num_types(), 0);
+  std::map<int, int> by_node;
+  double min_intra = INFINITY, min_inter = INFINITY;
+  for (const auto& [n, g] : package) {
+    if (g <= 0) continue;
+    by_node[n] += g;
+    counts[topo.nodes[n].type] += g;
+    min_intra = std::min(min_intra, topo.nodes[n].intra);
+    min_inter = std::min(min_inter, topo.nodes[n].inter);
+  }
+  if (by_node.empty()) return out;
+  out.t_iter = placement_iteration_time(speeds, topo, j, counts, static_cast<int>(by_node.size()),
+                                        min_intra / min_inter);
+  if (p.jobs[j].running) {
+    std::map<int, int> now(topo.current[j].begin(), topo.current[j].end());
+    out.restart = topo.current[j].empty() || now != by_node;
+  }
+  return out;
+}
+
+}  // namespace
+
+double placement_package_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
+                                const PlacementTopology& topo, int j,
+                                const std::vector<std::pair<int, int>>& package) {
+  OnNodes o = on_nodes(p, speeds, topo, j, package);
+  return p.jobs[j].remaining * o.t_iter + (o.restart ? p.costs.restart_s : 0.0);
+}
+
+JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds,
+                                const PlacementTopology& topo, int j,
+                                const std::vector<std::pair<int, int>>& package) {
+  JobPlacement jp;
+  for (const auto& [n, g] : package) {
+    if (g <= 0) continue;
+    jp.gpus_by_node[topo.nodes[n].name] += g;
+    jp.gpus_by_type[speeds.types()[topo.nodes[n].type]] += g;
+    jp.total += g;
+  }
+  if (jp.total <= 0) return jp;
+  OnNodes o = on_nodes(p, speeds, topo, j, package);
+  jp.iters_per_s = std::isfinite(o.t_iter) ? 1.0 / o.t_iter : 0.0;
+  jp.finish_s = p.jobs[j].remaining * o.t_iter + (o.restart ? p.costs.restart_s : 0.0);
+  return jp;
+}
+
+void fill_placement_result(const PlacementProblem& p, PlacementSpeeds& speeds,
+                           const PlacementTopology& topo,
+                           const std::vector<std::vector<std::pair<int, int>>>& package,
+                           PlacementResult& out) {
+  out.jobs.assign(p.jobs.size(), JobPlacement{});
+  out.objective_s = 0;
+  for (size_t j = 0; j < p.jobs.size() && j < package.size(); ++j) {
+    if (package[j].empty()) continue;
+    out.jobs[j] = placement_on_nodes(p, speeds, topo, static_cast<int>(j), package[j]);
+    out.objective_s += out.jobs[j].finish_s;
+  }
+}
+
+CategoryFit::CategoryFit(const PlacementProblem& p, const PlacementSpeeds& speeds,
+                         const PlacementTopology& topo)
+    : p_(p), T_(speeds.num_types()), by_sets_(speeds.num_types() <= 12), cap_(topo.cap_of_type) {
+  int J = static_cast<int>(p.jobs.size());
+  mask_.assign(J, 0);
+  single_cap_.assign(J, 0);
+  mixed_cap_.assign(J, 0);
+  for (int j = 0; j < J; ++j)
+    for (int t = 0; t < T_; ++t)
+      if (speeds.allowed(j, t)) {
+        if (by_sets_) mask_[j] |= 1u << t;
+        single_cap_[j] = std::max(single_cap_[j], cap_[t]);
+        mixed_cap_[j] += cap_[t];
+      }
+}
+
+bool CategoryFit::job_fits(int j, int n) const {
+  return n <= (p_.jobs[j].allow_mixed ? mixed_cap_[j] : single_cap_[j]);
+}
+
+std::vector<long> CategoryFit::need_of(const std::vector<int>& counts) const {
+  std::vector<long> need(by_sets_ ? (1u << T_) : 1, 0);
+  for (size_t j = 0; j < counts.size(); ++j)
+    if (counts[j] > 0) need[mask_[j]] += counts[j];
+  return need;
+}
+
+bool CategoryFit::holds(const std::vector<long>& need, const std::vector<int>& cap) const {
+  if (!by_sets_) {
+    long have = 0;
+    for (int c : cap) have += c;
+    return need[0] <= have;
+  }
+  unsigned full = 1u << T_;
+  for (unsigned s = 1; s < full; ++s) {
+    long have = 0, wanted = 0;
+    for (int t = 0; t < T_; ++t)
+      if (s & (1u << t)) have += cap[t];
+    for (unsigned m = s;; m = (m - 1) & s) {  // every subset m of s
+      wanted += need[m];
+      if (m == 0) break;
+    }
+    if (wanted > have) return false;
+  }
+  return true;
+}
+
+bool CategoryFit::fits(const std::vector<int>& counts) const {
+  for (size_t j = 0; j < counts.size(); ++j)
+    if (counts[j] > 0 && !job_fits(static_cast<int>(j), counts[j])) return false;
+  return holds(need_of(counts));
+}
+
+bool CategoryFit::fits_changes(const std::vector<long>& need, const std::vector<int>& counts,
+                               const std::vector<std::pair<int, int>>& changes) const {
+  std::vector<long> after = need;
+  for (const auto& [j, n] : changes) {
+    if (n > 0 && !job_fits(j, n)) return false;
+    change(after, j, counts[j], n);
+  }
+  return holds(after);
+}
+
+void validate_placement_problem(const PlacementProblem& p) {
+  if (!p.model) throw InputError("placement: no throughput model");
+  p.cluster.validate();
+  std::vector<std::string> types = p.cluster.types();
+  KnownTypes known(p, types);
+  for (size_t i = 0; i < p.jobs.size(); ++i) {
+    int j = static_cast<int>(i);
+    const PlacementJob& job = p.jobs[i];
+    if (job.model.empty()) throw InputError(placement_job_name(p, j) + ": no model name");
+    if (!(job.remaining > 0) || !std::isfinite(job.remaining))
+      throw InputError(placement_job_name(p, j) + ": remaining iterations must be positive and finite");
+    if (job.min_gpus < 1) throw InputError(placement_job_name(p, j) + ": min_gpus must be at least 1");
+    if (job.max_gpus < job.min_gpus)
+      throw InputError(placement_job_name(p, j) + ": max_gpus " + std::to_string(job.max_gpus) +
+                       " is below min_gpus " + std::to_string(job.min_gpus));
+    std::vector<std::string> listed = listed_types(job);
+    bool runnable = false;
+    for (size_t t = 0; t < types.size(); ++t)
+      runnable = runnable || (type_listed(listed, types[t]) && known.of(job.model)[t]);
+    if (!runnable)
+      throw InputError(placement_job_name(p, j) +
+                       ": no GPU type of the cluster is both allowed and known for its model");
+    if (job.running)
+      for (const auto& [node, g] : job.current) {
+        if (g < 0) throw InputError(placement_job_name(p, j) + ": negative GPU count on node " + node);
+        if (g > 0 && !p.cluster.find(node))
+          throw InputError(placement_job_name(p, j) + ": holds GPUs on unknown node '" + node + "'");
+      }
+  }
+}
+
+std::vector<int> placement_sizes(const PlacementProblem& p, const PlacementSpeeds& speeds, int j) {
+  const PlacementJob& job = p.jobs[j];
+  long usable = 0;
+  for (int t = 0; t < speeds.num_types(); ++t)
+    if (speeds.allowed(j, t)) usable += speeds.usable()[t];
+  std::set<int> sizes;
+  auto add = [&](long s) {
+    if (s >= job.min_gpus && s <= job.max_gpus && s <= usable) sizes.insert(static_cast<int>(s));
+  };
+  add(job.min_gpus);
+  add(job.max_gpus);
+  if (p.power_of_two) {
+    for (long s = 1; s <= job.max_gpus && s <= usable; s *= 2) add(s);
+  } else {
+    for (int s = job.min_gpus; s <= job.max_gpus && s <= usable; ++s) add(s);
+  }
+  return std::vector<int>(sizes.begin(), sizes.end());
+}
+
+size_t PlacementSpeeds::CountsHash::operator()(const std::vector<int>& v) const {
+  size_t h = 1469598103934665603ull;
+  for (int x : v) h = (h ^ static_cast<size_t>(x)) * 1099511628211ull;
+  return h;
+}
+
+PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
+  validate_placement_problem(p);
+  types_ = p.cluster.types();
+  usable_.assign(types_.size(), 0);
+  for (size_t t = 0; t < types_.size(); ++t) usable_[t] = p.cluster.usable_of_type(types_[t]);
+  std::map<std::string, int> index;
+  for (const PlacementJob& job : p.jobs) {
+    auto [it, fresh] = index.emplace(job.model, static_cast<int>(model_names_.size()));
+    model_index_.push_back(it->second);
+    if (fresh) model_names_.push_back(job.model);
+  }
+  cache_.resize(model_names_.size());
+  packed_cache_.resize(model_names_.size());
+  single_cache_.assign(model_names_.size(), std::vector<std::vector<double>>(types_.size()));
+  pack_bits_ = types_.empty() ? 0 : static_cast<int>(std::min<size_t>(21, 64 / types_.size()));
+  KnownTypes known(p, types_);
+  allowed_.assign(p.jobs.size(), std::vector<bool>(types_.size(), false));
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    std::vector<std::string> listed = listed_types(p.jobs[j]);
+    for (size_t t = 0; t < types_.size(); ++t)
+      allowed_[j][t] = type_listed(listed, types_[t]) && known.of(p.jobs[j].model)[t];
+  }
+}
+
+double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
+  int m = model_index_[job];
+  // Packed key: every count below 2^pack_bits_ (12 bits each for five types).
+  uint64_t key = 0;
+  bool packed = pack_bits_ > 0;
+  for (size_t t = 0; t < counts.size() && packed; ++t) {
+    if (counts[t] < 0 || counts[t] >= (1 << pack_bits_)) packed = false;
+    key |= static_cast<uint64_t>(counts[t]) << (pack_bits_ * t);
+  }
+  if (packed) {
+    auto it = packed_cache_[m].find(key);
+    if (it != packed_cache_[m].end()) return it->second;
+  } else {
+    auto it = cache_[m].find(counts);
+    if (it != cache_[m].end()) return it->second;
+  }
+  // ThroughputModel::iters_per_s_mixed, from the single-type speeds kept here.
+  int total = 0, kinds = 0, only = 0;
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) {
+      total += counts[t];
+      ++kinds;
+      only = static_cast<int>(t);
+    }
+  ++evaluations_;
+  double v = 0;
+  if (kinds == 1) {
+    v = problem_.model->iters_per_s(model_names_[m], types_[only], total);
+  } else if (kinds > 1) {
+    std::vector<ThroughputModel::MixedPart> parts;
+    for (size_t t = 0; t < counts.size(); ++t)
+      if (counts[t] > 0)
+        parts.push_back({counts[t], single(job, static_cast<int>(t), 1),
+                         single(job, static_cast<int>(t), total)});
+    v = ThroughputModel::mixed_speed(parts);
+  }
+  if (packed) {
+    packed_cache_[m].emplace(key, v);
+  } else {
+    cache_[m].emplace(counts, v);
+  }
+  return v;
+}
+
+double PlacementSpeeds::single(int job, int type, int n) {
+  std::vector<double>& row = single_cache_[model_index_[job]][type];
+  if (n >= 0 && n < static_cast<int>(row.size()) && row[n] >= 0) return row[n];
+  std::vector<int> c(types_.size(), 0);
+  c[type] = n;
+  double v = speed(job, c);
+  if (n >= 0 && n <= 4096) {
+    if (n >= static_cast<int>(row.size())) row.resize(n + 1, -1.0);
+    row[n] = v;
+  }
+  return v;
+}
+
+std::vector<std::vector<int>> placement_all_sizes(const PlacementProblem& p,
+                                                  const PlacementSpeeds& speeds) {
+  std::vector<std::vector<int>> sizes(p.jobs.size());
+  for (size_t j = 0; j < sizes.size(); ++j)
+    sizes[j] = placement_sizes(p, speeds, static_cast<int>(j));
+  return sizes;
+}
+
+double placement_objective_without_locality(const PlacementProblem& p, const PlacementResult& r) {
+  PlacementSpeeds speeds(p);
+  PlacementTopology topo(p, speeds);
+  double total = 0;
+  for (size_t j = 0; j < r.jobs.size() && j < p.jobs.size(); ++j) {
+    const JobPlacement& jp = r.jobs[j];
+    if (jp.total <= 0) continue;
+    std::vector<int> c(speeds.num_types(), 0);
+    for (const auto& [t, g] : jp.gpus_by_type) {
+      auto it = std::lower_bound(speeds.types().begin(), speeds.types().end(), t);
+      if (it == speeds.types().end() || *it != t)
+        throw InputError("placement result: job " + std::to_string(j) + " uses unknown type " + t);
+      c[it - speeds.types().begin()] += g;
+    }
+    double v = speeds.speed(static_cast<int>(j), c);
+    if (v <= 0) return std::numeric_limits<double>::infinity();
+    double f = p.jobs[j].remaining / v;
+    if (p.jobs[j].running && c != topo.current_types[j]) f += p.costs.restart_s;
+    total += f;
+  }
+  return total;
+}
+
+}  // namespace ringsched
