@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "ringsched/doubling.h"
+#include "ringsched/free_gpus.h"
 #include "ringsched/placement.h"
 #include "planner_hooks.h"
 
@@ -118,13 +119,10 @@ std::vector<int> type_groups(const std::vector<JobView>& views, const std::vecto
   return group;
 }
 
-// Nodes by index and by type, built once per planning pass.
+// Nodes by index, built once per planning pass.
 struct NodeIndex {
   explicit NodeIndex(const Cluster& c) : cluster(c) {
-    for (size_t i = 0; i < c.nodes.size(); ++i) {
-      by_name.emplace(c.nodes[i].name, static_cast<int>(i));
-      of_type[c.nodes[i].gpu_type].push_back(static_cast<int>(i));
-    }
+    for (size_t i = 0; i < c.nodes.size(); ++i) by_name.emplace(c.nodes[i].name, static_cast<int>(i));
   }
   int find(const std::string& node) const {
     auto it = by_name.find(node);
@@ -132,59 +130,15 @@ struct NodeIndex {
   }
   const Cluster& cluster;
   std::unordered_map<std::string, int> by_name;
-  std::map<std::string, std::vector<int>> of_type;
 };
 
-// Free GPUs per node while the planner hands them out. Cheap to copy (a trial placement works on
-// a copy), with per-type totals so that "does it fit" needs no walk over the nodes.
-class FreeGpus {
- public:
-  explicit FreeGpus(const NodeIndex& index) : index_(&index) {
-    for (const Node& nd : index.cluster.nodes) {
-      free_.push_back(nd.usable());
-      free_of_type_[nd.gpu_type] += nd.usable();
-    }
-  }
-  int free(int node) const { return free_[node]; }
-  int free_of_type(const std::string& type) const {
-    auto it = free_of_type_.find(type);
-    return it == free_of_type_.end() ? 0 : it->second;
-  }
-  void take_at(int node, int n) {
-    free_[node] -= n;
-    free_of_type_[index_->cluster.nodes[node].gpu_type] -= n;
-  }
-  // Takes `n` GPUs of `type`, on as few nodes as it can (so the ring stays local): the smallest
-  // node that holds them all, else the fullest nodes first. Takes nothing if there are not enough.
-  bool take(const std::string& type, int n, std::vector<Placement>& out) {
-    if (n <= 0 || free_of_type(type) < n) return false;
-    const std::vector<int>& ids = index_->of_type.at(type);
-    int single = -1;
-    for (int i : ids)
-      if (free_[i] >= n && (single < 0 || free_[i] < free_[single])) single = i;
-    std::vector<int> use;
-    if (single >= 0) {
-      use.push_back(single);
-    } else {
-      for (int i : ids)
-        if (free_[i] > 0) use.push_back(i);
-      std::stable_sort(use.begin(), use.end(), [&](int a, int b) { return free_[a] > free_[b]; });
-    }
-    for (int i : use) {
-      if (n == 0) break;
-      int k = std::min(n, free_[i]);
-      take_at(i, k);
-      out.push_back(Placement{index_->cluster.nodes[i].name, type, k});
-      n -= k;
-    }
-    return true;
-  }
-
- private:
-  const NodeIndex* index_;
-  std::vector<int> free_;
-  std::map<std::string, int> free_of_type_;
-};
+// Takes n GPUs of `type` by the allocator's rule (ringsched/free_gpus.h: as few nodes as it can,
+// so the ring stays local); false, taking nothing, if fewer are free.
+bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Placement>& out) {
+  std::vector<std::pair<int, int>> got = free.take(n, {type});
+  for (const auto& [node, g] : got) out.push_back(Placement{free.node_name(node), type, g});
+  return !got.empty();
+}
 
 void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.placement = placement;
@@ -366,7 +320,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   // 2. Where: running jobs that keep their size keep their GPUs (Slurm cannot move a job without
   // a restart); the others are placed on what is left.
   NodeIndex nodes(cluster);
-  FreeGpus free_gpus(nodes);
+  FreeGpus free_gpus(cluster);
   std::vector<bool> frozen(n, false);
   for (int i = 0; i < n; ++i) {
     const Job& j = snap.jobs[i];
@@ -448,10 +402,10 @@ Plan Planner::plan(const Snapshot& snap) const {
                                 (plan.jobs[i].gpus_by_type.size() > 1
                                      ? " with the batch split by GPU speed"
                                      : "") +
-                                " by the placement market (" +
-                                std::to_string(pr.categories_evaluated) + " categories)";
+                                " by the placement (" +
+                                std::to_string(pr.categories_evaluated) + " assignments)";
         } else {
-          plan.jobs[i].reason = "waits: the placement market found no GPUs for it this round";
+          plan.jobs[i].reason = "waits: the placement found no GPUs for it this round";
         }
       }
     }
@@ -491,7 +445,7 @@ Plan Planner::plan(const Snapshot& snap) const {
           return model.iters_per_s(j.model, a, size) > model.iters_per_s(j.model, b, size);
         });
       for (const std::string& t : types)
-        if (free_gpus.take(t, size, pl)) {
+        if (take_of_type(free_gpus, t, size, pl)) {
           placed_size = size;
           break;
         }
@@ -502,7 +456,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         std::vector<Placement> mixed;
         for (const std::string& t : types) {
           int k = std::min(need, trial.free_of_type(t));
-          if (k > 0 && trial.take(t, k, mixed)) need -= k;
+          if (k > 0 && take_of_type(trial, t, k, mixed)) need -= k;
         }
         if (need == 0) {
           free_gpus = trial;
