@@ -78,7 +78,8 @@ std::vector<std::pair<int, int>> FreeGpus::take_among(int n, const std::vector<i
   std::vector<int> by_room;
   for (int i : candidates)
     if (free_[i] > 0) by_room.push_back(i);
-  std::stable_sort(by_room.begin(), by_room.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+  std::stable_sort(by_room.begin(), by_room.end(),
+                   [&](int a, int b) { return free_[a] > free_[b]; });
   for (size_t next = 0; n > 0; ++next) {
     int fit = -1;
     for (size_t k = next; k < by_room.size() && free_[by_room[k]] >= n; ++k)

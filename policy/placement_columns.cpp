@@ -13,7 +13,7 @@
 namespace ringsched {
 namespace {
 
-constexpr long kAllMixes = 600;     // enumerate every split of a size up to this many
+constexpr long kAllMixes = 200;     // enumerate every split of a size up to this many
 constexpr long kPruneColumns = 8000;  // drop dominated columns of jobs with at most this many
 
 }  // namespace
@@ -139,7 +139,8 @@ bool TypeLevelSearch::make_columns() {
       if (!windowed || n == sizes_[j].front() || (2 * n >= around && n <= 2 * around))
         kept.push_back(n);
     if (kept.size() < sizes_[j].size()) complete_ = false;
-    long allowance = windowed ? std::max<long>(8, share / static_cast<long>(kept.size())) : kAllMixes;
+    long allowance =
+        windowed ? std::max<long>(8, share / static_cast<long>(kept.size())) : kAllMixes;
     for (int n : kept) add_columns(static_cast<int>(i), n, allowance, columns_[i]);
     prune_dominated(columns_[i]);
     if (columns_[i].size() == 0) return false;

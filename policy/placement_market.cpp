@@ -50,7 +50,8 @@ long placement_market_work_budget(int jobs, int types, int samples) {
   // ... plus the step under way when a phase reaches its end: one package search (the types,
   // the current mix, the mixes enumerated or searched), the columns of one job, or the tables of
   // a group move (at most four jobs, at most kMarketExactStates columns each).
-  static_assert(4 * kMarketExactStates <= 2 * 64 * (kMarketLocalMixes + 1), "a group move's tables");
+  static_assert(4 * kMarketExactStates <= 2 * 64 * (kMarketLocalMixes + 1),
+                "a group move's tables");
   long step = std::max(T + 2 + std::max(kMarketExhaustiveVectors, 200 * T * T),
                        2 * 64 * (kMarketLocalMixes + T + 1));
   return phases + fallback + step;
@@ -115,7 +116,8 @@ PlacementResult place_market(const PlacementProblem& problem, const std::vector<
   bool matched = false;
   int running = 0;
   for (int c : counts) running += c > 0 ? 1 : 0;
-  market.allow_phase(kMarketWorkPerJob * running + kMarketWorkBase / 4);  // the rest: sampling, improvement
+  // The rest is for the sampling and the improvement.
+  market.allow_phase(kMarketWorkPerJob * running + kMarketWorkBase / 4);
   for (;;) {
     bool any = false;
     for (int c : counts) any = any || c > 0;

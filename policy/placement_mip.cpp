@@ -116,7 +116,8 @@ class Mip {
     int ret = glp_intopt(lp_, &parm);
     int status = glp_mip_status(lp_);
     if (ret == GLP_ENOPFS || status == GLP_NOFEAS)
-      throw InputError("placement MIP: the jobs' smallest sizes do not fit the cluster's usable GPUs");
+      throw InputError(
+          "placement MIP: the jobs' smallest sizes do not fit the cluster's usable GPUs");
     optimal = ret == 0 && status == GLP_OPT;
     if (optimal) bound = glp_mip_obj_val(lp_);
     if (status == GLP_OPT || status == GLP_FEAS) return true;

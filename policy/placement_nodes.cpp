@@ -63,8 +63,8 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
       c.assign(cols.at(k, T_), cols.at(k, T_) + T_);
       int nodes = 0;
       for (int t = 0; t < T_; ++t) nodes += topo_.fewest_nodes(t, c[t]);
-      double spread = p_.jobs[j].remaining *
-                      placement_iteration_time(speeds_, topo_, j, c, nodes + 1, topo_.link_ratio(c));
+      double t = placement_iteration_time(speeds_, topo_, j, c, nodes + 1, topo_.link_ratio(c));
+      double spread = p_.jobs[j].remaining * t;
       spread_loss_[i][k] = std::isfinite(spread) ? spread - cols.finish[k] : 0.0;
     }
     work_ += cols.size();
@@ -74,12 +74,12 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
   double now = pack(package_, finish, false);
   for (int round = 0; round < kNodeRounds && !out_of_work(); ++round) {
     std::vector<int> losers;
+    auto lost = [&](int i) { return finish[i] - columns_[i].finish[incumbent_[i]]; };
     for (size_t i = 0; i < n; ++i)
-      if (clearly_below(columns_[i].finish[incumbent_[i]], finish[i])) losers.push_back(static_cast<int>(i));
+      if (clearly_below(columns_[i].finish[incumbent_[i]], finish[i]))
+        losers.push_back(static_cast<int>(i));
     if (losers.empty()) break;
-    std::stable_sort(losers.begin(), losers.end(), [&](int a, int b) {
-      return finish[a] - columns_[a].finish[incumbent_[a]] > finish[b] - columns_[b].finish[incumbent_[b]];
-    });
+    std::stable_sort(losers.begin(), losers.end(), [&](int a, int b) { return lost(a) > lost(b); });
     double best = now;
     std::vector<std::pair<int, int>> best_move;  // (job index, column)
     // Values a move (job index, column) pairs on the nodes; restores the incumbent after.

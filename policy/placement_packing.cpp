@@ -11,7 +11,8 @@ namespace ringsched {
 
 NodePacker::NodePacker(const PlacementProblem& p, const PlacementTopology& topo)
     : p_(p), topo_(topo), free_(p.cluster), topo_node_(p.cluster.nodes.size(), -1) {
-  for (size_t n = 0; n < topo.nodes.size(); ++n) topo_node_[topo.nodes[n].cluster_index] = static_cast<int>(n);
+  for (size_t n = 0; n < topo.nodes.size(); ++n)
+    topo_node_[topo.nodes[n].cluster_index] = static_cast<int>(n);
   candidates_.assign(topo.nodes_of_type.size(), {});
   for (size_t t = 0; t < topo.nodes_of_type.size(); ++t)
     for (int n : topo.nodes_of_type[t]) candidates_[t].push_back(topo.nodes[n].cluster_index);
@@ -40,7 +41,9 @@ bool NodePacker::pack(const std::vector<std::vector<int>>& counts,
       need[j][topo_.nodes[n].type] -= g;
     }
   }
-  auto loss = [&](int j) { return j < static_cast<int>(spread_loss.size()) ? spread_loss[j] : 0.0; };
+  auto loss = [&](int j) {
+    return j < static_cast<int>(spread_loss.size()) ? spread_loss[j] : 0.0;
+  };
   std::vector<int> jobs;
   for (int t = 0; t < T; ++t) {
     jobs.clear();

@@ -2,7 +2,8 @@
 // prices into an assignment.
 //
 // With a price p_t per GPU of type t, each job alone takes the column that minimises its finish
-// time plus the price of its GPUs, and L(p) = sum over jobs of that minimum - sum_t p_t cap_t is
+// time plus the price of its GPUs (columns are sorted by finish time, so a scan stops at the
+// first whose finish time alone reaches the best so far), and L(p) = sum over jobs of that minimum - sum_t p_t cap_t is
 // a lower bound on the type-level optimum (Lagrangian relaxation of the per-type capacities; its
 // maximum is the LP relaxation's value). price() raises the prices of over-asked types and lowers
 // those of idle ones (projected subgradient steps, Polyak's step length towards the incumbent,
@@ -101,6 +102,7 @@ bool TypeLevelSearch::dive() {
       double best_r = INFINITY;
       for (int k = 0; k < cols.size(); ++k) {
         ++work_;
+        if (cols.finish[k] >= best_r) break;  // by finish time: the rest cost at least that
         if (tried[k] || !fits(cols.at(k, T_), room)) continue;
         double r = reduced(i, k);
         if (r < best_r) best_r = r, best = k;
@@ -134,10 +136,11 @@ void TypeLevelSearch::price() {
       const Columns& cols = columns_[i];
       double best = INFINITY;
       for (int k = 0; k < cols.size(); ++k) {
+        ++work_;
+        if (cols.finish[k] >= best) break;  // by finish time: the rest cost at least that
         double r = reduced(static_cast<int>(i), k);
         if (r < best) best = r, pick[i] = k;
       }
-      work_ += cols.size();
       L += best;
       const int* c = cols.at(pick[i], T_);
       for (int t = 0; t < T_; ++t) demand[t] += c[t];
@@ -175,7 +178,7 @@ void TypeLevelSearch::price() {
     for (int t = 0; t < T_; ++t) price_[t] = std::max(0.0, price_[t] + length * g[t]);
   }
   price_ = best_price;
-  if (bound_ >= best_ * (1 - 1e-9)) proven_ = true;
+  if (bound_ >= best_ * (1 - kTypeLevelTolerance)) proven_ = true;
 }
 
 }  // namespace ringsched

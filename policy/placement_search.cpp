@@ -10,9 +10,10 @@
 // At depth i, with `room` GPUs per type left, no completion costs less than
 //   partial + sum over the jobs from i on of their cheapest reduced cost - prices . room
 // (the Lagrangian bound of the rest, valid for any prices >= 0), so a branch stops as soon as
-// that reaches the incumbent, and a job's columns are tried cheapest reduced cost first, stopping
-// at the first one whose bound does. Hall's condition prunes branches the rest cannot fit. It
-// runs within the work left; when it ends first, the incumbent is optimal for the columns.
+// that reaches the incumbent (less a tolerance of 0.01%), and a job's columns are tried cheapest
+// reduced cost first, stopping at the first one whose bound does. Hall's condition prunes
+// branches the rest cannot fit. It runs within the work left; when it ends first, the incumbent
+// is within the tolerance of the optimum for the columns.
 #include <algorithm>
 #include <cmath>
 
@@ -125,15 +126,12 @@ void TypeLevelSearch::improve() {
   }
 }
 
-bool TypeLevelSearch::rest_fits(size_t depth, const std::vector<int>& room) {
-  const std::vector<long>& within = bb_.need_within[depth];
-  if (within.empty()) return true;
-  std::vector<long>& have = bb_.room_of_set;
-  have[0] = 0;
-  for (size_t set = 1; set < within.size(); ++set) {
-    int low = __builtin_ctzl(set);
-    have[set] = have[set & (set - 1)] + room[low];
-    if (within[set] > have[set]) return false;
+bool TypeLevelSearch::rest_fits(size_t depth, const std::vector<int>& room) const {
+  for (const auto& [set, need] : bb_.need_sets[depth]) {
+    long have = 0;
+    for (int t = 0; t < T_; ++t)
+      if (set & (1u << t)) have += room[t];
+    if (need > have) return false;
   }
   return true;
 }
@@ -146,24 +144,27 @@ void TypeLevelSearch::search(size_t depth, double partial) {
     return;
   }
   int i = s.order[depth];
+  const std::vector<int>& room = s.rooms[depth];
+  std::vector<int>& after = s.rooms[depth + 1];
   double priced_room = 0;
-  for (int t = 0; t < T_; ++t) priced_room += price_[t] * s.room[t];
+  for (int t = 0; t < T_; ++t) priced_room += price_[t] * room[t];
   double base = partial + s.floor_after[depth + 1] - priced_room;
-  std::vector<int> after(T_);
-  for (int k : s.ranked[i]) {
-    if (++work_ >= budget_ - reserve_) {
+  const std::vector<int>& ranked = s.ranked[i];
+  const std::vector<double>& cost = s.ranked_cost[i];
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    ++work_;
+    if (out_of_work()) {
       s.aborted = true;
       return;
     }
-    if (!clearly_better(base + reduced(i, k), best_)) return;  // ranked: none later does
+    if (base + cost[r] >= best_ * (1 - kTypeLevelTolerance)) return;  // ranked: none later does
+    int k = ranked[r];
     const int* c = columns_[i].at(k, T_);
-    if (!fits(c, s.room)) continue;
-    for (int t = 0; t < T_; ++t) after[t] = s.room[t] - c[t];
+    if (!fits(c, room)) continue;
+    for (int t = 0; t < T_; ++t) after[t] = room[t] - c[t];
     if (depth + 1 < n && !rest_fits(depth + 1, after)) continue;
     s.pick[i] = k;
-    std::swap(s.room, after);
     search(depth + 1, partial + columns_[i].finish[k]);
-    std::swap(s.room, after);
     if (s.aborted) return;
   }
 }
@@ -174,7 +175,7 @@ void TypeLevelSearch::branch_and_bound() {
   Node& s = bb_;
   s.order = regret_order();
   s.ranked.assign(n, {});
-  std::vector<double> cheapest(n);
+  s.ranked_cost.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     std::vector<int>& r = s.ranked[i];
     r.resize(columns_[i].size());
@@ -182,35 +183,45 @@ void TypeLevelSearch::branch_and_bound() {
     std::vector<double> key(r.size());
     for (int k = 0; k < columns_[i].size(); ++k) key[k] = reduced(static_cast<int>(i), k);
     std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return key[a] < key[b]; });
-    cheapest[i] = key[r.front()];
+    for (int k : r) s.ranked_cost[i].push_back(key[k]);
     work_ += columns_[i].size();
   }
   s.floor_after.assign(n + 1, 0.0);
-  for (size_t d = n; d-- > 0;) s.floor_after[d] = s.floor_after[d + 1] + cheapest[s.order[d]];
-  s.need_within.assign(n + 1, {});
+  for (size_t d = n; d-- > 0;)
+    s.floor_after[d] = s.floor_after[d + 1] + s.ranked_cost[s.order[d]].front();
+  // Hall's condition for the jobs from each depth on, at their smallest sizes: for every set of
+  // types S, what the jobs allowed only types of S need at least must fit S's room. Only the sets
+  // whose need exceeds that of every set one type smaller are kept: the others follow from them.
+  s.need_sets.assign(n + 1, {});
   if (T_ > 1 && T_ <= 12) {
     std::vector<int> counts(p_.jobs.size(), 0);
+    std::vector<long> within(size_t{1} << T_);
     for (size_t d = n; d-- > 0;) {
       int j = jobs_[s.order[d]];
       counts[j] = sizes_[j].front();
       std::vector<long> need = fit_.need_of(counts);
-      std::vector<long>& within = s.need_within[d];
-      within.assign(size_t{1} << T_, 0);
+      std::fill(within.begin(), within.end(), 0);
       for (unsigned set = 0; set < within.size(); ++set)
         for (unsigned m = set;; m = (m - 1) & set) {  // every subset m of the set
           within[set] += need[m];
           if (m == 0) break;
         }
+      for (unsigned set = 1; set < within.size(); ++set) {
+        bool binding = within[set] > 0;
+        for (int t = 0; t < T_ && binding; ++t)
+          if (set & (1u << t)) binding = within[set & ~(1u << t)] < within[set];
+        if (binding) s.need_sets[d].push_back({set, within[set]});
+      }
     }
   }
-  s.room_of_set.assign(size_t{1} << std::min(T_, 12), 0);
+  s.rooms.assign(n + 1, std::vector<int>(T_, 0));
+  s.rooms[0] = topo_.cap_of_type;
   s.pick.assign(n, -1);
-  s.room = topo_.cap_of_type;
   s.aborted = false;
   search(0, 0.0);
-  if (!s.aborted) {
+  if (!s.aborted) {  // no assignment is below best_ by more than the tolerance
     proven_ = true;
-    bound_ = std::max(bound_, best_);
+    bound_ = std::max(bound_, best_ * (1 - kTypeLevelTolerance));
   }
 }
 

@@ -18,7 +18,8 @@ std::vector<int> placement_doubling_seed(const PlacementProblem& p, PlacementSpe
   auto speed = [&](int j, int n) {
     double best = 0;
     for (int t = 0; t < T; ++t)
-      if (speeds.allowed(j, t) && speeds.usable()[t] >= n) best = std::max(best, speeds.single(j, t, n));
+      if (speeds.allowed(j, t) && speeds.usable()[t] >= n)
+        best = std::max(best, speeds.single(j, t, n));
     if (best > 0 || !p.jobs[j].allow_mixed) return best;
     std::vector<int> order;
     for (int t = 0; t < T; ++t)

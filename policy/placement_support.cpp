@@ -51,7 +51,8 @@ class KnownTypes {
     for (const PlacementJob& job : p.jobs) {
       auto [it, fresh] = known_.emplace(job.model, std::vector<bool>());
       if (!fresh) continue;
-      for (const std::string& t : types) it->second.push_back(p.model->iters_per_s(job.model, t, 1) > 0);
+      for (const std::string& t : types)
+        it->second.push_back(p.model->iters_per_s(job.model, t, 1) > 0);
     }
   }
   const std::vector<bool>& of(const std::string& model) const { return known_.at(model); }
@@ -167,7 +168,8 @@ int PlacementTopology::fewest_nodes(int t, int n) const {
   if (n <= 0) return 0;
   const std::vector<int>& sums = cap_sums_[t];  // sums[k]: GPUs of the k + 1 largest nodes
   auto it = std::lower_bound(sums.begin(), sums.end(), n);
-  return it == sums.end() ? static_cast<int>(sums.size()) + 1 : static_cast<int>(it - sums.begin()) + 1;
+  // Past the last sum: more than the type holds, one node more than it has.
+  return static_cast<int>(it - sums.begin()) + 1;
 }
 
 int PlacementTopology::min_nodes(int j, int n) const {
@@ -209,7 +211,8 @@ double placement_type_level_finish(const PlacementProblem& p, PlacementSpeeds& s
                                    const PlacementTopology& topo, int j,
                                    const std::vector<int>& counts) {
   int nodes = 0;
-  for (size_t t = 0; t < counts.size(); ++t) nodes += topo.fewest_nodes(static_cast<int>(t), counts[t]);
+  for (size_t t = 0; t < counts.size(); ++t)
+    nodes += topo.fewest_nodes(static_cast<int>(t), counts[t]);
   double f = p.jobs[j].remaining *
              placement_iteration_time(speeds, topo, j, counts, nodes, topo.link_ratio(counts));
   if (p.jobs[j].running && counts != topo.current_types[j]) f += p.costs.restart_s;
@@ -361,8 +364,10 @@ void validate_placement_problem(const PlacementProblem& p) {
     const PlacementJob& job = p.jobs[i];
     if (job.model.empty()) throw InputError(placement_job_name(p, j) + ": no model name");
     if (!(job.remaining > 0) || !std::isfinite(job.remaining))
-      throw InputError(placement_job_name(p, j) + ": remaining iterations must be positive and finite");
-    if (job.min_gpus < 1) throw InputError(placement_job_name(p, j) + ": min_gpus must be at least 1");
+      throw InputError(placement_job_name(p, j) +
+                       ": remaining iterations must be positive and finite");
+    if (job.min_gpus < 1)
+      throw InputError(placement_job_name(p, j) + ": min_gpus must be at least 1");
     if (job.max_gpus < job.min_gpus)
       throw InputError(placement_job_name(p, j) + ": max_gpus " + std::to_string(job.max_gpus) +
                        " is below min_gpus " + std::to_string(job.min_gpus));
@@ -375,9 +380,11 @@ void validate_placement_problem(const PlacementProblem& p) {
                        ": no GPU type of the cluster is both allowed and known for its model");
     if (job.running)
       for (const auto& [node, g] : job.current) {
-        if (g < 0) throw InputError(placement_job_name(p, j) + ": negative GPU count on node " + node);
+        if (g < 0)
+          throw InputError(placement_job_name(p, j) + ": negative GPU count on node " + node);
         if (g > 0 && !p.cluster.find(node))
-          throw InputError(placement_job_name(p, j) + ": holds GPUs on unknown node '" + node + "'");
+          throw InputError(placement_job_name(p, j) + ": holds GPUs on unknown node '" + node +
+                           "'");
       }
   }
 }
