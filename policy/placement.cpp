@@ -65,17 +65,11 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
                              int samples, unsigned seed) {
   (void)seed;  // deterministic: no sampling
   auto t0 = std::chrono::steady_clock::now();
-  if (samples < 1) throw InputError("placement: samples (K) must be at least 1");
-  PlacementSpeeds speeds(problem);
+  PlacementSetup setup(problem, seed_counts, samples);
+  PlacementSpeeds& speeds = setup.speeds;
+  const PlacementTopology& topo = setup.topo;
   int J = static_cast<int>(problem.jobs.size());
-  std::vector<std::vector<int>> sizes = placement_all_sizes(problem, speeds);
-  PlacementTopology topo(problem, speeds);
-  std::vector<int> counts = seed_counts.empty() && J > 0
-                                ? placement_doubling_seed(problem, speeds, topo, sizes)
-                                : seed_counts;
-  check_placement_counts(problem, counts, "the seed category");
-  CategoryFit fit(problem, speeds, topo);
-  std::vector<int> runs = running_jobs(problem, fit, sizes, counts);
+  std::vector<int> runs = running_jobs(problem, setup.fit, setup.sizes, setup.counts);
   long budget = placement_work_budget(J, speeds.num_types(), samples);
 
   PlacementResult out;
@@ -84,7 +78,8 @@ PlacementResult place_hetero(const PlacementProblem& problem, const std::vector<
   long work = 0;
   NodePacker packer(problem, topo);
   while (!runs.empty()) {
-    TypeLevelSearch search(problem, speeds, topo, fit, sizes, runs, counts, budget - work);
+    TypeLevelSearch search(problem, speeds, topo, setup.fit, setup.sizes, runs, setup.counts,
+                           budget - work);
     if (!search.make_columns() || !search.dive()) {
       // Jobs that may not mix types can fail where Hall's condition holds: the last one waits.
       work += search.work();

@@ -38,13 +38,9 @@ Market::Market(const PlacementProblem& p, PlacementSpeeds& speeds, const Placeme
     : p_(p), speeds_(speeds), topo_(topo), fit_(fit), sizes_(sizes), T_(speeds.num_types()),
       J_(static_cast<int>(p.jobs.size())), budget_(work_budget) {
   types_.assign(J_, {});
-  v1_.assign(static_cast<size_t>(J_) * T_, 0.0);
   for (int j = 0; j < J_; ++j)
     for (int t = 0; t < T_; ++t)
-      if (speeds_.allowed(j, t)) {
-        types_[j].push_back(t);
-        v1_[static_cast<size_t>(j) * T_ + t] = speeds_.single(j, t, 1);
-      }
+      if (speeds_.allowed(j, t)) types_[j].push_back(t);
   cost_.assign(T_, {});
   avail_.assign(T_, 0);
   pool_.assign(T_, 0);
@@ -225,17 +221,7 @@ bool Market::best_package(int j, bool free_only, Bid& bid) {
   }
   if (job.allow_mixed && types.size() > 1 && free_only) {
     // The fallback's pass: the fastest single-GPU types first, no search (bounded work).
-    std::vector<int> order = types;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
-    c.assign(T_, 0);
-    int left = n;
-    for (int t : order) {
-      c[t] = std::min(left, avail_[t]);
-      left -= c[t];
-    }
-    int kinds = 0;
-    for (int t : types) kinds += c[t] > 0 ? 1 : 0;
-    if (left == 0 && kinds > 1 && c != now) consider(c);
+    if (placement_fastest_fill(speeds_, j, types, n, avail_, c) > 1 && c != now) consider(c);
   } else if (job.allow_mixed && types.size() > 1) {
     // A mix is never faster than its fastest type alone (proportional split: compute time at
     // least that of n GPUs of the fastest, communication at least its ring's), and it pays at
@@ -292,17 +278,8 @@ void Market::local_search(int j, const std::vector<int>& types, int n, std::vect
     seen.emplace(c, u);
     return u;
   };
-  if (start.empty()) {  // fill the types fastest first until the job is held
-    std::vector<int> order = types;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
-    start.assign(T_, 0);
-    int left = n;
-    for (int t : order) {
-      start[t] = std::min(left, avail_[t]);
-      left -= start[t];
-    }
-    if (left > 0) return;
-  }
+  // No single type holds the job: start from the fill of its fastest types.
+  if (start.empty() && placement_fastest_fill(speeds_, j, types, n, avail_, start) == 0) return;
   std::vector<int> cur = start;
   double cur_u = value(cur);
   int step = 1;

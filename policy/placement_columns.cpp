@@ -78,18 +78,7 @@ void TypeLevelSearch::add_columns(int i, int n, long allowance, Columns& out) {
         c[types[b]] = n - x;
         add(c);
       }
-  std::vector<int> order = types;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return speeds_.single(j, a, 1) > speeds_.single(j, b, 1);
-  });
-  c.assign(T_, 0);
-  int left = n, kinds = 0;
-  for (int t : order) {
-    c[t] = std::min(left, room[t]);
-    left -= c[t];
-    kinds += c[t] > 0 ? 1 : 0;
-  }
-  if (left == 0 && kinds > 2) add(c);
+  if (placement_fastest_fill(speeds_, j, types, n, room, c) > 2) add(c);
 }
 
 void TypeLevelSearch::prune_dominated(Columns& cols) const {

@@ -154,6 +154,12 @@ void for_each_split(const std::vector<int>& types, int n, const std::vector<int>
   c[t] = 0;
 }
 
+// Job j's n GPUs filled from its fastest single-GPU types down (`types`: allowed ones, any order)
+// within room[t] per type: c gets the counts (one per type). Returns how many types it used, 0
+// when the n GPUs do not fit.
+int placement_fastest_fill(PlacementSpeeds& speeds, int j, const std::vector<int>& types, int n,
+                           const std::vector<int>& room, std::vector<int>& c);
+
 // Number of ways to split n GPUs over k types (stops counting past `cap`).
 long placement_compositions(int n, int k, long cap);
 
@@ -188,6 +194,18 @@ class CategoryFit {
   std::vector<int> cap_;
   std::vector<unsigned> mask_;       // per job: allowed types as bits (0 without sets)
   std::vector<int> single_cap_, mixed_cap_;  // per job: most GPUs of one allowed type / of all
+};
+
+// What both schemes start from: the speeds, each job's sizes, the topology, the seed category
+// (`seed_counts`, or the doubling seed when it is empty; checked) and Hall's condition. Throws
+// InputError for a bad problem, seed category or K (`samples`).
+struct PlacementSetup {
+  PlacementSetup(const PlacementProblem& problem, const std::vector<int>& seed_counts, int samples);
+  PlacementSpeeds speeds;
+  std::vector<std::vector<int>> sizes;
+  PlacementTopology topo;
+  std::vector<int> counts;
+  CategoryFit fit;
 };
 
 // A category that a simple doubling pass on the pooled cluster gives (placement_seed_counts()),

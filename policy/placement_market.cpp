@@ -80,16 +80,13 @@ PlacementResult market_match(const PlacementProblem& problem, const std::vector<
 PlacementResult place_market(const PlacementProblem& problem, const std::vector<int>& seed_counts,
                              int samples, unsigned seed) {
   auto t0 = std::chrono::steady_clock::now();
-  if (samples < 1) throw InputError("placement: samples (K) must be at least 1");
-  PlacementSpeeds speeds(problem);
+  PlacementSetup setup(problem, seed_counts, samples);
+  PlacementSpeeds& speeds = setup.speeds;
+  const std::vector<std::vector<int>>& sizes = setup.sizes;
+  const PlacementTopology& topo = setup.topo;
+  std::vector<int>& counts = setup.counts;
+  const CategoryFit& fit = setup.fit;
   int J = static_cast<int>(problem.jobs.size());
-  std::vector<std::vector<int>> sizes = placement_all_sizes(problem, speeds);
-  PlacementTopology topo(problem, speeds);
-  std::vector<int> counts = seed_counts.empty() && J > 0
-                                ? placement_doubling_seed(problem, speeds, topo, sizes)
-                                : seed_counts;
-  check_placement_counts(problem, counts, "the seed category");
-  CategoryFit fit(problem, speeds, topo);
   Market market(problem, speeds, topo, fit, sizes, market_work_for_phases(J, samples));
 
   // The seed itself; while it cannot be matched, shrink its largest job one size (else let the

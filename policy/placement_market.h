@@ -105,7 +105,6 @@ class Market {
 
   int hold(int j, int t) const { return state_.holding[static_cast<size_t>(j) * T_ + t]; }
   int& hold(int j, int t) { return state_.holding[static_cast<size_t>(j) * T_ + t]; }
-  double v1(int j, int t) const { return v1_[static_cast<size_t>(j) * T_ + t]; }
 
   // auction
   void reset(const std::vector<int>& counts);
@@ -123,7 +122,6 @@ class Market {
 
   // local improvement
   void value_columns(int j, const std::vector<int>& pool, Columns& out);
-  bool fastest_first(int j, int n, const std::vector<int>& room, std::vector<int>& c) const;
   bool exact_moves() const;
   long index_of(const int* c) const;
   const JobTable& table(int j);
@@ -143,7 +141,6 @@ class Market {
   long limit_ = std::numeric_limits<long>::max();  // end of the current phase's work
   int fallbacks_ = 0;
   std::vector<std::vector<int>> types_;  // per job: allowed types
-  std::vector<double> v1_;               // J x T single-GPU speeds
   State state_;
   std::vector<std::vector<double>> cost_;  // scratch of best_package
   std::vector<int> avail_;

@@ -89,23 +89,8 @@ void Market::value_columns(int j, const std::vector<int>& pool, Columns& out) {
         c[t] = n;
         add(c);
       }
-    if (mixes && fastest_first(j, n, pool, c)) add(c);
+    if (mixes && placement_fastest_fill(speeds_, j, types, n, pool, c) > 1) add(c);
   }
-}
-
-// Fills n GPUs from the fastest single-GPU types down within `room`; false if they do not fit
-// or one type holds them all.
-bool Market::fastest_first(int j, int n, const std::vector<int>& room, std::vector<int>& c) const {
-  std::vector<int> order = types_[j];
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return v1(j, a) > v1(j, b); });
-  c.assign(T_, 0);
-  int left = n, kinds = 0;
-  for (int t : order) {
-    c[t] = std::min(left, room[t]);
-    left -= c[t];
-    kinds += c[t] > 0 ? 1 : 0;
-  }
-  return left == 0 && kinds > 1;
 }
 
 // Exact moves (the best choice for one job, or the best joint choice for a group of two to four

@@ -21,18 +21,11 @@ std::vector<int> placement_doubling_seed(const PlacementProblem& p, PlacementSpe
       if (speeds.allowed(j, t) && speeds.usable()[t] >= n)
         best = std::max(best, speeds.single(j, t, n));
     if (best > 0 || !p.jobs[j].allow_mixed) return best;
-    std::vector<int> order;
+    std::vector<int> allowed, c;
     for (int t = 0; t < T; ++t)
-      if (speeds.allowed(j, t)) order.push_back(t);
-    std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return speeds.single(j, a, 1) > speeds.single(j, b, 1); });
-    std::vector<int> c(T, 0);
-    int left = n;
-    for (int t : order) {
-      c[t] = std::min(left, speeds.usable()[t]);
-      left -= c[t];
-    }
-    return left > 0 ? 0.0 : speeds.speed(j, c);
+      if (speeds.allowed(j, t)) allowed.push_back(t);
+    bool fits = placement_fastest_fill(speeds, j, allowed, n, speeds.usable(), c) > 0;
+    return fits ? speeds.speed(j, c) : 0.0;
   };
   // The pool is shared, but a category must also respect the types each job may use (Hall's
   // condition, checked incrementally). Counts only grow, so a job that cannot grow now never can.
@@ -73,6 +66,36 @@ std::vector<int> placement_doubling_seed(const PlacementProblem& p, PlacementSpe
   }
   return counts;
 }
+
+namespace {
+
+// The problem, once K is known to be valid (checked before anything else, as it is cheap).
+const PlacementProblem& with_samples(const PlacementProblem& p, int samples) {
+  if (samples < 1) throw InputError("placement: samples (K) must be at least 1");
+  return p;
+}
+
+// The seed category given, or the doubling seed when none is; checked.
+std::vector<int> seed_category(const PlacementProblem& p, PlacementSpeeds& speeds,
+                               const PlacementTopology& topo,
+                               const std::vector<std::vector<int>>& sizes,
+                               const std::vector<int>& given) {
+  std::vector<int> counts = given.empty() && !p.jobs.empty()
+                                ? placement_doubling_seed(p, speeds, topo, sizes)
+                                : given;
+  check_placement_counts(p, counts, "the seed category");
+  return counts;
+}
+
+}  // namespace
+
+PlacementSetup::PlacementSetup(const PlacementProblem& p, const std::vector<int>& seed_counts,
+                               int samples)
+    : speeds(with_samples(p, samples)),
+      sizes(placement_all_sizes(p, speeds)),
+      topo(p, speeds),
+      counts(seed_category(p, speeds, topo, sizes, seed_counts)),
+      fit(p, speeds, topo) {}
 
 std::vector<int> placement_seed_counts(const PlacementProblem& p) {
   PlacementSpeeds speeds(p);

@@ -87,6 +87,22 @@ void check_placement_counts(const PlacementProblem& p, const std::vector<int>& c
   }
 }
 
+int placement_fastest_fill(PlacementSpeeds& speeds, int j, const std::vector<int>& types, int n,
+                           const std::vector<int>& room, std::vector<int>& c) {
+  std::vector<int> order = types;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return speeds.single(j, a, 1) > speeds.single(j, b, 1);
+  });
+  c.assign(speeds.num_types(), 0);
+  int left = n, kinds = 0;
+  for (int t : order) {
+    c[t] = std::min(left, room[t]);
+    left -= c[t];
+    kinds += c[t] > 0 ? 1 : 0;
+  }
+  return left == 0 ? kinds : 0;
+}
+
 long placement_compositions(int n, int k, long cap) {
   long c = 1;
   for (int i = 1; i < k; ++i) {

@@ -4,6 +4,8 @@
 // Node::usable(); types filtered; nothing taken when a request does not fit; copies independent.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <tuple>
+
 #include "ringsched/free_gpus.h"
 #include "test_util.h"
 
@@ -11,13 +13,17 @@ using namespace ringsched;
 
 namespace {
 
-Node node(const std::string& name, const std::string& type, int gpus, int free_gpus = -1) {
-  Node n;
-  n.name = name;
-  n.gpu_type = type;
-  n.gpus = gpus;
-  n.free_gpus = free_gpus;
-  return n;
+// Nodes as (name, type, GPUs, usable GPUs or -1 for all).
+Cluster cluster(std::initializer_list<std::tuple<const char*, const char*, int, int>> nodes) {
+  Cluster c;
+  for (const auto& [name, type, gpus, usable] : nodes) {
+    c.nodes.emplace_back();
+    c.nodes.back().name = name;
+    c.nodes.back().gpu_type = type;
+    c.nodes.back().gpus = gpus;
+    c.nodes.back().free_gpus = usable;
+  }
+  return c;
 }
 
 using Taken = std::vector<std::pair<int, int>>;
@@ -36,8 +42,8 @@ class FreeGpusTest : public CppUnit::TestFixture {
 
  public:
   void smallest_node_that_holds_it() {
-    Cluster c;
-    c.nodes = {node("a", "v100", 8), node("b", "v100", 4), node("c", "v100", 6), node("d", "v100", 4)};
+    Cluster c = cluster(
+        {{"a", "v100", 8, -1}, {"b", "v100", 4, -1}, {"c", "v100", 6, -1}, {"d", "v100", 4, -1}});
     FreeGpus f(c);
     CPPUNIT_ASSERT(f.take(4, {"v100"}) == Taken({{1, 4}}));  // b: the first of the two 4s
     CPPUNIT_ASSERT(f.take(4, {}) == Taken({{3, 4}}));        // d
@@ -49,8 +55,8 @@ class FreeGpusTest : public CppUnit::TestFixture {
   }
 
   void most_free_first_then_the_smallest_that_holds_the_rest() {
-    Cluster c;
-    c.nodes = {node("a", "p100", 4), node("b", "p100", 2), node("c", "p100", 4), node("d", "p100", 3)};
+    Cluster c = cluster(
+        {{"a", "p100", 4, -1}, {"b", "p100", 2, -1}, {"c", "p100", 4, -1}, {"d", "p100", 3, -1}});
     FreeGpus f(c);
     // 9: no node holds it; a (4, first of the two 4s) whole, then 5 left: c whole, then 1 left:
     // the smallest node that holds it, b (2), not d (3).
@@ -65,8 +71,7 @@ class FreeGpusTest : public CppUnit::TestFixture {
   }
 
   void counts_usable_gpus() {
-    Cluster c;
-    c.nodes = {node("a", "v100", 8, 3), node("b", "v100", 4, 0), node("c", "k80", 4)};
+    Cluster c = cluster({{"a", "v100", 8, 3}, {"b", "v100", 4, 0}, {"c", "k80", 4, -1}});
     FreeGpus f(c);
     CPPUNIT_ASSERT_EQUAL(3, f.free(0));
     CPPUNIT_ASSERT_EQUAL(0, f.free(1));
@@ -77,8 +82,8 @@ class FreeGpusTest : public CppUnit::TestFixture {
   }
 
   void types_and_names() {
-    Cluster c;
-    c.nodes = {node("k0", "k80", 4), node("v0", "v100", 2), node("p0", "p100", 4), node("v1", "v100", 4)};
+    Cluster c = cluster(
+        {{"k0", "k80", 4, -1}, {"v0", "v100", 2, -1}, {"p0", "p100", 4, -1}, {"v1", "v100", 4, -1}});
     FreeGpus f(c);
     CPPUNIT_ASSERT_EQUAL(6, f.free_of_type("v100"));
     CPPUNIT_ASSERT_EQUAL(0, f.free_of_type("a100"));
@@ -97,8 +102,7 @@ class FreeGpusTest : public CppUnit::TestFixture {
   }
 
   void nothing_taken_when_it_does_not_fit() {
-    Cluster c;
-    c.nodes = {node("a", "v100", 4), node("b", "v100", 4)};
+    Cluster c = cluster({{"a", "v100", 4, -1}, {"b", "v100", 4, -1}});
     FreeGpus f(c);
     CPPUNIT_ASSERT(f.take(9, {}).empty());
     CPPUNIT_ASSERT(f.take(0, {}).empty());
@@ -108,8 +112,7 @@ class FreeGpusTest : public CppUnit::TestFixture {
   }
 
   void copies_are_independent() {
-    Cluster c;
-    c.nodes = {node("a", "v100", 4), node("b", "v100", 4)};
+    Cluster c = cluster({{"a", "v100", 4, -1}, {"b", "v100", 4, -1}});
     FreeGpus f(c);
     FreeGpus trial = f;
     CPPUNIT_ASSERT(trial.take(6, {}) == Taken({{0, 4}, {1, 2}}));
