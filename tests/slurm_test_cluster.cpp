@@ -1,5 +1,8 @@
 #include "slurm_test_cluster.h"
 
+#include "config.h"
+#include "slurm_api_compat.h"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -61,6 +64,12 @@ SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
   mkdir(dir_.c_str(), 0755);
   chmod(dir_.c_str(), 0755);
   setenv("RINGSCHED_CLUSTER_DIR", dir_.c_str(), 1);
+  // The commands of the Slurm this build is configured for (scripts/testcluster.sh starts its
+  // daemons), before any other on PATH.
+  if (*RINGSCHED_SLURM_BINDIR) {
+    const char* path = std::getenv("PATH");
+    setenv("PATH", (std::string(RINGSCHED_SLURM_BINDIR) + ":" + RINGSCHED_SLURM_SBINDIR + ":" + (path ? path : "")).c_str(), 1);
+  }
   setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
   setenv("RINGSCHED_CONF", conf_path().c_str(), 1);
   write_ringsched_conf("");
@@ -174,6 +183,10 @@ std::string SlurmTestCluster::stage_programs() const {
 }
 
 std::string SlurmTestCluster::stage_env() const { return "export LD_LIBRARY_PATH=" + dir_ + "/stage/lib"; }
+
+std::string SlurmTestCluster::gpu_tres(const std::string& spec) {
+  return std::string(ringsched::kGpuTres) + ":" + spec;
+}
 
 bool SlurmTestCluster::wait_for(const std::function<bool()>& cond, double seconds, double poll_s) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

@@ -38,6 +38,9 @@ class SlurmTestCluster {
   void write_ringsched_conf(const std::string& extra_lines);
 
   static bool wait_for(const std::function<bool()>& cond, double seconds, double poll_s = 0.25);
+  // A GPU request as this build's Slurm spells it in TresPerNode: "gres:gpu:" + spec on 22.05,
+  // "gres/gpu:" + spec by 24.11 (slurm_api_compat.h).
+  static std::string gpu_tres(const std::string& spec);
 
   // An ordinary user of this machine for the tests (ringtest1, ringtest2: useradd with a home in
   // /home), made if missing. Throws when it cannot be made.

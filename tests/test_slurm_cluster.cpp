@@ -110,10 +110,10 @@ unsigned hold_all_cpus() {
 }
 
 // A ring job's GPUs per node as ringsched asks for them: the type as a feature constraint and an
-// untyped gres count, e.g. "v100:4" for Features=v100 TresPerNode=gres:gpu:4.
+// untyped gres count, e.g. "v100:4" for Features=v100 TresPerNode=gres:gpu:4 (gres/gpu:4 by 24.11).
 std::string gpus_of(unsigned job) {
-  const std::string tres = cluster().job_field(job, "TresPerNode");  // "gres:gpu:4"
-  const std::string prefix = "gres:gpu:";
+  const std::string tres = cluster().job_field(job, "TresPerNode");  // "gres:gpu:4" or "gres/gpu:4"
+  const std::string prefix = SlurmTestCluster::gpu_tres("");
   const std::string count = tres.rfind(prefix, 0) == 0 ? tres.substr(prefix.size()) : "?" + tres;
   return cluster().job_field(job, "Features") + ":" + count;
 }
@@ -208,7 +208,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     std::string out;
     const unsigned id = cluster().submit("--gres=gpu:k80:1 --wrap 'sleep 30'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, id > 0);
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:k80:1"), cluster().job_field(id, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(SlurmTestCluster::gpu_tres("k80:1"), cluster().job_field(id, "TresPerNode"));
     CPPUNIT_ASSERT(wait_state(id, "RUNNING", 15));
     CPPUNIT_ASSERT(cluster().job_field(id, "NodeList").rfind("k80-", 0) == 0);
   }
@@ -420,7 +420,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     auto tres = [&] { return gpus_of(id); };
     CPPUNIT_ASSERT_MESSAGE("not planned at 4 v100: " + shape_of(id) + describe(read_plan()),
                            SlurmTestCluster::wait_for([&] { return tres() == planned; }, 20));
-    const std::string to_one = "scontrol update JobId=" + std::to_string(id) + " TresPerNode=gres:gpu:1";
+    const std::string to_one = "scontrol update JobId=" + std::to_string(id) + " TresPerNode=" + SlurmTestCluster::gpu_tres("1");
     auto r = cluster().run(to_one);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     CPPUNIT_ASSERT_MESSAGE("the planner did not reshape the job back: " + shape_of(id),
@@ -483,7 +483,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     const std::string type = cluster().job_field(job, "Features");
     CPPUNIT_ASSERT_MESSAGE(type, !type.empty() && type != "(null)");
     const std::string other = type == "k80" ? "p100" : "k80";
-    for (const std::string& change : {"Features=" + other, std::string("TresPerNode=gres:gpu:4")}) {
+    for (const std::string& change : {"Features=" + other, "TresPerNode=" + SlurmTestCluster::gpu_tres("4")}) {
       const auto r = cluster().run("runuser -u nobody -- scontrol update JobId=" + id + " " + change);
       CPPUNIT_ASSERT_MESSAGE(change + " was allowed: " + r.out, r.rc != 0);
       CPPUNIT_ASSERT_MESSAGE(r.out, r.out.find("denied") != std::string::npos);

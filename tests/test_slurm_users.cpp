@@ -115,7 +115,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                                              w.path(), &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
     CPPUNIT_ASSERT_MESSAGE(story(job, out), wait_state(job, "RUNNING", 30));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:2"), cluster().job_field(job, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(SlurmTestCluster::gpu_tres("2"), cluster().job_field(job, "TresPerNode"));
     CPPUNIT_ASSERT_MESSAGE(story(job, out), SlurmTestCluster::wait_for([&] { return read_loss(loss).size() >= 30; }, 60));
     // The rest of v100-1 frees up: the planner grows the job, ringrun checkpoints and requeues it
     // as its owner, the planner applies 4 GPUs and releases it.
@@ -124,7 +124,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                              auto m = read_loss(loss);
                              return !m.empty() && m.rbegin()->second.second == 4;
                            }, 120));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:4"), cluster().job_field(job, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(SlurmTestCluster::gpu_tres("4"), cluster().job_field(job, "TresPerNode"));
     CPPUNIT_ASSERT_EQUAL(std::string("v100"), cluster().job_field(job, "Features"));
     CPPUNIT_ASSERT_MESSAGE(story(job, out),
                            cluster().job_field(job, "AdminComment").rfind("ringsched:resized=4,type=v100", 0) == 0);
@@ -154,7 +154,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                       nodes = cluster().job_field(job, "NumNodes");
     CPPUNIT_ASSERT_EQUAL(std::string("ringsched:admitted"), cluster().job_field(job, "AdminComment"));
     // The owner may not change what the planner owns, nor write the planner's notes.
-    for (const std::string& change : {std::string("TresPerNode=gres:gpu:8"), std::string("Features=k80"),
+    for (const std::string& change : {"TresPerNode=" + SlurmTestCluster::gpu_tres("8"), std::string("Features=k80"),
                                       std::string("NumNodes=2-2"), std::string("AdminComment=ringsched:resize=8")}) {
       const auto r = cluster().run_as(kOwner, "scontrol update JobId=" + id + " " + change);
       CPPUNIT_ASSERT_MESSAGE(change + " was allowed: " + r.out, r.rc != 0);
@@ -198,10 +198,10 @@ class SlurmUsersTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(cluster().run("scontrol show job " + std::to_string(job)).out, SlurmTestCluster::wait_for([&] {
                              return cluster().job_field(job, "AdminComment") == "ringsched:resized=2,type=v100,at=200";
                            }, 20));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:2"), cluster().job_field(job, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(SlurmTestCluster::gpu_tres("2"), cluster().job_field(job, "TresPerNode"));
     CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(job, "JobState") != "PENDING"; }, 30));
     CPPUNIT_ASSERT_EQUAL(std::string("ringsched:resize=2,type=v100,at=200"), cluster().job_field(forged, "AdminComment"));
-    CPPUNIT_ASSERT_EQUAL(std::string("gres:gpu:1"), cluster().job_field(forged, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL(SlurmTestCluster::gpu_tres("1"), cluster().job_field(forged, "TresPerNode"));
     CPPUNIT_ASSERT_EQUAL(std::string("PENDING"), cluster().job_field(forged, "JobState"));
   }
 
@@ -228,7 +228,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                              return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED";
                            }, 180));
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(job, out), std::string("COMPLETED"), cluster().job_field(job, "JobState"));
-    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(job, out), std::string("gres:gpu:4"), cluster().job_field(job, "TresPerNode"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(job, out), SlurmTestCluster::gpu_tres("4"), cluster().job_field(job, "TresPerNode"));
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(job, out), size_t(300), read_loss(loss).size());
     cluster().cancel_all();
 
@@ -271,7 +271,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                                                       "echo 0123456789abcdef0123456789abcdef > " + trap + "/secret");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(planted.out, 0, planted.rc);
     // What the attacker may not do to the job itself.
-    for (const std::string& action : {"scontrol update JobId=" + id + " TresPerNode=gres:gpu:1", "scancel " + id,
+    for (const std::string& action : {"scontrol update JobId=" + id + " TresPerNode=" + SlurmTestCluster::gpu_tres("1"), "scancel " + id,
                                       "scontrol requeue " + id}) {
       const auto r = cluster().run_as(kOther, action);
       CPPUNIT_ASSERT_MESSAGE(action + " was allowed: " + r.out, r.rc != 0 || contains(r.out, "denied"));

@@ -64,7 +64,7 @@ class TorchSlurmTest : public CppUnit::TestFixture {
         return !m.empty() && m.rbegin()->second.second == size;
       }, 180));
       mark = read_loss(loss).size();
-      CPPUNIT_ASSERT_EQUAL("gres:gpu:" + std::to_string(size), cluster.job_field(job, "TresPerNode"));
+      CPPUNIT_ASSERT_EQUAL(ringtest::SlurmTestCluster::gpu_tres(std::to_string(size)), cluster.job_field(job, "TresPerNode"));
     }
     CPPUNIT_ASSERT_MESSAGE(story(), ringtest::SlurmTestCluster::wait_for(
         [&] { return cluster.job_field(job, "JobState") == "COMPLETED"; }, 240));

@@ -80,7 +80,7 @@ class WrapperSlurmTest : public CppUnit::TestFixture {
                                return !m.empty() && m.rbegin()->second.second == size;
                              }, 120));
       mark = lines();
-      CPPUNIT_ASSERT_EQUAL("gres:gpu:" + std::to_string(size), cluster.job_field(job, "TresPerNode"));
+      CPPUNIT_ASSERT_EQUAL(ringtest::SlurmTestCluster::gpu_tres(std::to_string(size)), cluster.job_field(job, "TresPerNode"));
       CPPUNIT_ASSERT_EQUAL(type, cluster.job_field(job, "Features"));
       CPPUNIT_ASSERT_MESSAGE(cluster.job_field(job, "NodeList"), contains(cluster.job_field(job, "NodeList"), type + "-"));
     }

@@ -18,6 +18,8 @@ extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 }
+
+#include "slurm_api_compat.h"
 #endif
 
 namespace ringrun {
@@ -76,7 +78,7 @@ SlurmJob::SlurmJob(uint32_t job_id) : id_(job_id) {
 
 void SlurmJob::refresh() {
   job_info_msg_t* msg = nullptr;
-  if (slurm_load_job(&msg, id_, SHOW_DETAIL) != SLURM_SUCCESS || !msg || msg->record_count < 1) {
+  if (ringsched::load_job(&msg, id_, SHOW_DETAIL) != SLURM_SUCCESS || !msg || msg->record_count < 1) {
     if (msg) slurm_free_job_info_msg(msg);
     throw std::runtime_error("cannot read Slurm job " + std::to_string(id_) + ": " + slurm_error());
   }
@@ -94,7 +96,7 @@ void SlurmJob::refresh() {
   shape_.first_node_addr.clear();
   shape_.node_gpu_type.clear();
   if (j.nodes && *j.nodes) {
-    hostlist_t hl = slurm_hostlist_create(j.nodes);
+    ringsched::HostlistHandle hl = slurm_hostlist_create(j.nodes);
     if (char* first = hl ? slurm_hostlist_shift(hl) : nullptr) {
       node_info_msg_t* nodes = nullptr;
       if (slurm_load_node_single(&nodes, first, SHOW_ALL) == SLURM_SUCCESS && nodes && nodes->record_count > 0) {
@@ -132,7 +134,7 @@ int SlurmJob::node_gpus(const std::string& wanted) const {
 std::string SlurmJob::set_comment(const std::string& comment) {
   job_desc_msg_t d;
   slurm_init_job_desc_msg(&d);
-  d.job_id = id_;
+  ringsched::set_update_job_id(d, id_);
   d.comment = const_cast<char*>(comment.c_str());
   if (slurm_update_job(&d) != SLURM_SUCCESS) return "Comment update failed: " + slurm_error();
   shape_.comment = comment;
@@ -140,7 +142,7 @@ std::string SlurmJob::set_comment(const std::string& comment) {
 }
 
 std::string SlurmJob::requeue_held() {
-  if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
+  if (ringsched::requeue_job(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
   return "";
 }
 
@@ -162,7 +164,7 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
     return std::to_string(total) + " GPUs do not split evenly over " + std::to_string(nodes) + " nodes";
   const int per_node = total / nodes;
 
-  if (slurm_requeue(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
+  if (ringsched::requeue_job(id_, JOB_REQUEUE_HOLD) != SLURM_SUCCESS) return "requeue failed: " + slurm_error();
   *requeued = true;
   *requeue_s = std::chrono::duration<double>(clock::now() - t0).count();
   auto t1 = clock::now();
@@ -189,14 +191,14 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
   const std::string typed = shape_.type_by_feature || shape_.gpu_type.empty() ? "" : shape_.gpu_type + ":";
   const std::vector<Field> fields = {
       {"NumNodes", std::to_string(shape_.nodes), std::to_string(nodes), shape_.nodes, nodes},
-      {"TresPerNode", "gres:gpu:" + typed + std::to_string(shape_.gpus_per_node),
-       "gres:gpu:" + typed + std::to_string(per_node)},
+      {"TresPerNode", std::string(ringsched::kGpuTres) + ":" + typed + std::to_string(shape_.gpus_per_node),
+       std::string(ringsched::kGpuTres) + ":" + typed + std::to_string(per_node)},
       {"Features", shape_.gpu_type, type},
   };
   auto set_field = [&](const Field& f, const std::string& value) {
     job_desc_msg_t d;
     slurm_init_job_desc_msg(&d);
-    d.job_id = id_;
+    ringsched::set_update_job_id(d, id_);
     const std::string name = f.name;
     if (name == "NumNodes") d.min_nodes = d.max_nodes = uint32_t(value == f.to ? f.nodes_to : f.nodes_from);
     else if (name == "TresPerNode") d.tres_per_node = const_cast<char*>(value.c_str());
@@ -216,7 +218,7 @@ std::string SlurmJob::requeue_resized(int total, const std::string& new_type, do
   }
   job_desc_msg_t rel;
   slurm_init_job_desc_msg(&rel);
-  rel.job_id = id_;
+  ringsched::set_update_job_id(rel, id_);
   rel.priority = INFINITE;  // what "scontrol release" sends
   std::string rerr = update(&rel, "release");
   *update_s = std::chrono::duration<double>(clock::now() - t1).count();

@@ -5,11 +5,7 @@
 #include <cstdlib>
 #include <exception>
 
-extern "C" {
-#include "src/common/log.h"
-#include "src/common/read_config.h"
-#include "src/common/xmalloc.h"
-}
+#include "slurm_compat.h"
 
 namespace ringsched {
 

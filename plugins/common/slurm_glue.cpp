@@ -3,13 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-extern "C" {
-#include "src/common/bitstring.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
-#include "src/common/node_conf.h"
-#include "src/common/slurm_protocol_defs.h"
-}
+#include "slurm_compat.h"
 
 namespace ringsched {
 
@@ -160,10 +154,10 @@ NodeSpread spread_gpus(const Cluster& cluster, const std::string& type, int gpus
 GpuRequest gpu_request(const std::string& type, int per_node, bool by_feature) {
   GpuRequest r;
   if (by_feature) {
-    r.tres_per_node = "gres:gpu:" + std::to_string(per_node);
+    r.tres_per_node = std::string(kGpuTres) + ":" + std::to_string(per_node);
     r.features = type;
   } else {
-    r.tres_per_node = "gres:gpu:" + type + ":" + std::to_string(per_node);
+    r.tres_per_node = std::string(kGpuTres) + ":" + type + ":" + std::to_string(per_node);
   }
   return r;
 }

@@ -7,9 +7,7 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-#include "src/slurmctld/slurmctld.h"
-}
+#include "slurm_compat.h"
 
 #include "ring_request.h"
 #include "ringsched/model.h"
@@ -55,7 +53,7 @@ NodeSpread spread_gpus(const Cluster& cluster, const std::string& type, int gpus
 
 // How a job asks for `per_node` GPUs of `type` on each of its nodes.
 struct GpuRequest {
-  std::string tres_per_node;  // "gres:gpu:4" (by feature) or "gres:gpu:v100:4"
+  std::string tres_per_node;  // "gres:gpu:4" (by feature) or "gres:gpu:v100:4"; gres/gpu by 24.11
   std::string features;       // "v100" (by feature) or ""
 };
 GpuRequest gpu_request(const std::string& type, int per_node, bool by_feature);

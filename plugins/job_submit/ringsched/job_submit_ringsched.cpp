@@ -8,16 +8,10 @@
 #include <exception>
 #include <string>
 
-extern "C" {
-#include "src/common/log.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/slurmctld.h"
-}
-
 #include "policy_holder.h"
 #include "resize_note.h"
 #include "ring_request.h"
+#include "slurm_compat.h"
 #include "slurm_glue.h"
 
 extern "C" {
@@ -31,7 +25,7 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 int init(void);
 int fini(void);
 int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg);
-int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid);
+// job_modify, whose signature depends on the Slurm version: slurm_compat_job_submit.cpp.
 }
 
 namespace {
@@ -148,7 +142,8 @@ extern "C" int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** 
 
 // Users may not change the GPUs, the node count or the features (its GPU type) of a ring job by
 // hand: the planner owns its shape. Root and SlurmUser (the planner's own updates) may.
-extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+int ringsched::job_submit_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid,
+                                 char** err_msg) {
   try {
     if (submit_uid == 0 || submit_uid == slurm_conf.slurm_user_id) return SLURM_SUCCESS;
     ringsched::RingRequest request;
@@ -159,6 +154,10 @@ extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint3
          job_desc->features || job_desc->min_nodes != NO_VAL || job_desc->max_nodes != NO_VAL)) {
       info("job_submit/ringsched: uid %u may not change the GPUs, node count or features of ring job %u",
            submit_uid, job_ptr->job_id);
+      if (err_msg) {  // 24.11 and later show it to the user
+        xfree(*err_msg);
+        *err_msg = xstrdup("ringsched: the planner owns the GPUs, node count and features of ring jobs");
+      }
       return ESLURM_ACCESS_DENIED;
     }
   } catch (...) {

@@ -34,19 +34,10 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-#include "src/common/list.h"
-#include "src/common/log.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/slurmctld/job_scheduler.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/slurmctld.h"
-}
-
 #include "policy_holder.h"
 #include "resize_note.h"
 #include "ring_request.h"
+#include "slurm_compat.h"
 #include "slurm_glue.h"
 
 extern "C" {
@@ -62,9 +53,8 @@ int fini(void);
 uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr);
 void priority_p_reconfig(bool assoc_clear);
 void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc);
-double priority_p_calc_fs_factor(long double usage_efctv, long double shares_norm);
-List priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid);
 void priority_p_job_end(job_record_t* job_ptr);
+// The entry points that differ between Slurm versions are in slurm_compat_priority.cpp.
 }
 
 namespace {
@@ -244,7 +234,7 @@ PlanningThread* g_thread = nullptr;
 int update_num_nodes(uint32_t id, int nodes) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  desc.job_id = id;
+  ringsched::set_update_job_id(desc, id);
   desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(nodes);  // NumNodes=N-N (DESIGN 4)
   return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
 }
@@ -252,7 +242,7 @@ int update_num_nodes(uint32_t id, int nodes) {
 int update_gres(uint32_t id, const PendingShape& shape) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  desc.job_id = id;
+  ringsched::set_update_job_id(desc, id);
   const std::string tres = ringsched::gpu_request(shape.type, shape.per_node, shape.by_feature).tres_per_node;
   desc.tres_per_node = const_cast<char*>(tres.c_str());
   return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
@@ -261,7 +251,7 @@ int update_gres(uint32_t id, const PendingShape& shape) {
 int update_features(uint32_t id, const std::string& type) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  desc.job_id = id;
+  ringsched::set_update_job_id(desc, id);
   desc.features = const_cast<char*>(type.c_str());
   return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
 }
@@ -269,7 +259,7 @@ int update_features(uint32_t id, const std::string& type) {
 // The job's pending shape now, read back under the job read lock; false when it is gone or no
 // longer pending.
 bool read_pending_shape(uint32_t id, PendingShape& shape, bool* bad_constraints = nullptr) {
-  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  const slurmctld_lock_t job_read = ringsched::slurmctld_locks(NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK);
   lock_slurmctld(job_read);
   job_record_t* job = find_job_record(id);
   const bool ok = job && IS_JOB_PENDING(job);
@@ -283,7 +273,7 @@ bool read_pending_shape(uint32_t id, PendingShape& shape, bool* bad_constraints 
 
 // Errors name the job the way slurmctld does (%pJ).
 void job_error(uint32_t id, const std::string& what) {
-  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  const slurmctld_lock_t job_read = ringsched::slurmctld_locks(NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK);
   lock_slurmctld(job_read);
   job_record_t* job = find_job_record(id);
   if (job)
@@ -426,7 +416,7 @@ void PlanningThread::round() {
 // 1. Snapshot under read locks.
 RoundInput PlanningThread::snapshot(bool with_engine) const {
   RoundInput in;
-  slurmctld_lock_t read_lock = {READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+  const slurmctld_lock_t read_lock = ringsched::slurmctld_locks(READ_LOCK, READ_LOCK, READ_LOCK, READ_LOCK);
   lock_slurmctld(read_lock);
   try {
     in.cluster = ringsched::snapshot_cluster();
@@ -488,14 +478,14 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
     // The note first: the next round must not apply it again, whatever happens to the release.
     job_desc_msg_t note;
     slurm_init_job_desc_msg(&note);
-    note.job_id = h.id;
+    ringsched::set_update_job_id(note, h.id);
     const std::string text = done.str();
     note.admin_comment = const_cast<char*>(text.c_str());
     int rc = slurm_update_job(&note) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
     if (rc == SLURM_SUCCESS) {
       job_desc_msg_t release;
       slurm_init_job_desc_msg(&release);
-      release.job_id = h.id;
+      ringsched::set_update_job_id(release, h.id);
       release.priority = INFINITE;  // what "scontrol release" sends
       rc = slurm_update_job(&release) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
     }
@@ -558,7 +548,7 @@ void PlanningThread::set_priorities(const RoundInput& in, const RoundPlan& plann
     if (r != in.ring.end() && !r->second.running && jp.runs)
       prio_of[r->second.id] = kPlannedBase - static_cast<uint32_t>(std::min(jp.order, 900000));
   }
-  slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  const slurmctld_lock_t job_write = ringsched::slurmctld_locks(NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK);
   lock_slurmctld(job_write);
   bool changed = false;
   for (const PendingRecord& p : in.pending) {
@@ -691,7 +681,7 @@ void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, 
     if (signalled_[r.id] == key && r.note.is_request() && r.note.gpus == gpus && r.note.type == type) continue;
     job_desc_msg_t desc;
     slurm_init_job_desc_msg(&desc);
-    desc.job_id = r.id;
+    ringsched::set_update_job_id(desc, r.id);
     const std::string comment = request.str();
     desc.admin_comment = const_cast<char*>(comment.c_str());
     if (slurm_update_job(&desc) != SLURM_SUCCESS) {
@@ -706,7 +696,7 @@ void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, 
     signalled_[r.id] = key;
     ++stats.resizes;
     const bool nudge = r.wrapper.state == ringsched::WrapperNote::State::Ready && r.wrapper.signal;
-    if (nudge && slurm_kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
+    if (nudge && ringsched::kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
       debug("priority/ringsched: JobId=%u: resize signal not delivered: %s", r.id, slurm_strerror(slurm_get_errno()));
     info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested%s (%s)", r.id, r.shape.gpus,
          r.shape.type.c_str(), gpus, type.c_str(), nudge ? ", SIGUSR2 sent" : "", jp.reason.c_str());
@@ -718,7 +708,7 @@ void PlanningThread::write_plan(const ringsched::ConfiguredPolicy& policy, const
                                 const std::map<std::string, RingJobRecord>& ring) {
   std::string path = policy.conf().plan_file;
   if (path.empty()) {
-    slurmctld_lock_t conf_read = {READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+    const slurmctld_lock_t conf_read = ringsched::slurmctld_locks(READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK);
     lock_slurmctld(conf_read);
     path = std::string(slurm_conf.state_save_location ? slurm_conf.state_save_location : "/tmp") +
            "/ringsched_plan.json";
@@ -803,16 +793,6 @@ extern "C" void priority_p_reconfig(bool /*assoc_clear*/) {
 }
 
 extern "C" void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* /*assoc*/) {}
-
-// No fair share in this plugin (sshare may still ask): 0 as priority/basic answers.
-extern "C" double priority_p_calc_fs_factor(long double /*usage_efctv*/, long double /*shares_norm*/) {
-  return 0.0;
-}
-
-extern "C" List priority_p_get_priority_factors_list(priority_factors_request_msg_t* /*req_msg*/,
-                                                     uid_t /*uid*/) {
-  return list_create(nullptr);
-}
 
 extern "C" void priority_p_job_end(job_record_t* /*job_ptr*/) {
   if (g_thread) g_thread->wake();

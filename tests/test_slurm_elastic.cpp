@@ -1,0 +1,130 @@
+// The check every supported Slurm version gets (scripts/test.sh --slurm=VERSION
+// test_slurm_elastic): the three plugins load into that version's real slurmctld, sbatch and
+// slurmstepd, and one elastic ring job under ringrun is resized 1 -> 2 -> 1 GPUs by the planner
+// alone (no hand-made request) and runs to completion with the loss curve of an uninterrupted run.
+// Runs on the local cluster of scripts/testcluster.sh of the Slurm this build was configured for.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "slurm_test_cluster.h"
+#include "test_util.h"
+
+using ringtest::SlurmTestCluster;
+
+namespace {
+
+const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
+const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
+constexpr long kSteps = 400;  // about 90 s at 1 GPU, mostly after the two resizes
+
+SlurmTestCluster& cluster() { return SlurmTestCluster::get("test_slurm_elastic", true); }
+
+// The world sizes a loss log went through, in order ("1 2 1").
+std::string world_trail(const std::map<long, std::pair<double, int>>& loss) {
+  std::string trail;
+  int last = 0;
+  for (const auto& [step, lw] : loss)
+    if (lw.second != last) trail += (trail.empty() ? "" : " ") + std::to_string(last = lw.second);
+  return trail;
+}
+
+}  // namespace
+
+class SlurmElasticTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(SlurmElasticTest);
+  CPPUNIT_TEST(testPluginsLoaded);
+  CPPUNIT_TEST(testElasticJobResizedByPlannerToCompletion);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  void tearDown() override { cluster().cancel_all(); }
+
+  // slurmctld loaded priority/ringsched and job_submit/ringsched (a plugin of another version, or
+  // one missing a symbol this version asks for, stops slurmctld), and sbatch shows the SPANK
+  // plugin's options.
+  void testPluginsLoaded() {
+    const auto conf = cluster().run("scontrol show config");
+    CPPUNIT_ASSERT_MESSAGE(conf.out, conf.out.find("priority/ringsched") != std::string::npos);
+    CPPUNIT_ASSERT_MESSAGE(conf.out, conf.out.find("JobSubmitPlugins        = ringsched") != std::string::npos);
+    const auto help = cluster().run("sbatch --help");
+    CPPUNIT_ASSERT_MESSAGE(help.out, help.out.find("--ring-gpus") != std::string::npos);
+    std::printf("     %s", cluster().run("slurmctld -V").out.c_str());
+  }
+
+  void testElasticJobResizedByPlannerToCompletion() {
+    // Every GPU but one v100 held by ordinary jobs (the planner counts GPUs over all types before
+    // it places jobs on theirs): the elastic job (1-2 GPUs, v100 only) starts on the one left.
+    std::vector<unsigned> held;
+    for (const char* node : {"p100-1", "p100-2", "k80-1", "k80-2", "v100-2"}) {
+      const std::string type = std::string(node).substr(0, std::string(node).find('-'));
+      held.push_back(cluster().submit("--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
+    }
+    held.push_back(cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
+    const unsigned one = cluster().submit("--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
+    held.push_back(one);
+    for (unsigned j : held)
+      CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(j, "JobState") == "RUNNING"; }, 30));
+
+    TempDir d;
+    chmod(d.path().c_str(), 0755);
+    const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
+    const std::string script = d.write(
+        "job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=resnet50-b64 --profiles=" + repo_file("data/profiles/gavel.csv") +
+                      " --ckpt-dir=" + d.path() + "/ck -- " + kTrain +
+                      " --steps=" + std::to_string(kSteps) + " --log-every=100000 --emulate-model=resnet50-b64" +
+                      " --loss-log=" + loss + "\n");
+    chmod(script.c_str(), 0755);
+    std::string msg;
+    const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-2 --ring-elastic"
+                                          " --open-mode=append -o " + out + " " + script, &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+    auto story = [&] {
+      return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + ", world sizes: " +
+             world_trail(read_loss(loss)) + "\n" + cluster().run("tail -n 30 " + out).out;
+    };
+    auto world_now = [&] {
+      const auto m = read_loss(loss);
+      return m.empty() ? 0 : m.rbegin()->second.second;
+    };
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return world_now() == 1; }, 60));
+
+    // A GPU next to it frees up: the planner grows the job to 2.
+    cluster().run("scancel " + std::to_string(one));
+    CPPUNIT_ASSERT_MESSAGE("not grown to 2: " + story(),
+                           SlurmTestCluster::wait_for([&] { return world_now() == 2; }, 120));
+
+    // A fixed ring job wants one v100 and none is free: the planner shrinks the elastic job to 1.
+    const unsigned fixed = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                            " --wrap 'sleep 600'", &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, fixed > 0);
+    CPPUNIT_ASSERT_MESSAGE("not shrunk to 1: " + story(),
+                           SlurmTestCluster::wait_for([&] { return world_now() == 1 && world_trail(read_loss(loss)) == "1 2 1"; }, 120));
+    CPPUNIT_ASSERT_MESSAGE("the fixed job did not start: " + story(), SlurmTestCluster::wait_for([&] {
+      return cluster().job_field(fixed, "JobState") == "RUNNING"; }, 60));
+
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] {
+      return cluster().job_field(job, "JobState") == "COMPLETED"; }, 300));
+    const auto got = read_loss(loss);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), std::string("1 2 1"), world_trail(got));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(kSteps), got.size());
+
+    // The same training uninterrupted on one rank: the resizes lost nothing.
+    const auto r = cluster().run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
+                                 " --steps=" + std::to_string(kSteps) + " --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    const auto ref = read_loss(d.path() + "/ref.loss");
+    double worst = 0;
+    for (const auto& [step, lw] : got) worst = std::max(worst, std::fabs(lw.first - ref.at(step).first));
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(SlurmElasticTest);
