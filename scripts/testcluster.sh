@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# testcluster.sh: a real Slurm 22.05 cluster on 127.0.0.1 for the tests and the demo.
+# testcluster.sh: a real Slurm cluster on 127.0.0.1 for the tests and the demo.
 #
-#   testcluster.sh up [--plugins] [--builddir=DIR]   start munged, slurmctld and 6 slurmd
+#   testcluster.sh up [--plugins] [--builddir=DIR] [--slurm=VERSION]
+#                                                    start munged, slurmctld and 6 slurmd
 #   testcluster.sh down                              stop everything this cluster started
 #   testcluster.sh status                            print what runs (exit 1 if not up)
 #   testcluster.sh restart-ctld                      kill and restart slurmctld (state kept)
@@ -11,6 +12,13 @@
 # slurmd process per node with its own port. With --plugins, priority/ringsched,
 # job_submit/ringsched and the ringsched SPANK plugin are loaded from the build directory
 # (--builddir, $RINGSCHED_BUILDDIR, or the current directory).
+#
+# Slurm version: --slurm=22.05 is the installed Slurm (Debian 12's packages); 24.11, 25.11 and
+# 26.05 are built from ../shared/slurm into a cache by scripts/build-slurm.sh on first use (about
+# 10 minutes on 2 cores). Without --slurm: the Slurm the build directory was configured for
+# (configure --with-slurm-src), else the installed one. The other commands use the version the
+# cluster was started with; "env" prints its PATH. Clusters of different versions (different
+# state directories) run side by side.
 #
 # Environment:
 #   RINGSCHED_CLUSTER_DIR   private state directory (default: <repo>/.run/cluster)
@@ -31,7 +39,8 @@ state=${RINGSCHED_CLUSTER_DIR:-$repo_root/.run/cluster}
 mkdir -p "$state"
 state=$(cd "$state" && pwd)
 
-slurm_plugins=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
+installed_plugins=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/slurm-wlm
+slurm_plugins=$installed_plugins
 node_types=(v100 p100 k80)
 nodes_per_type=2
 gpus_per_node=4
@@ -53,6 +62,57 @@ fi
 export SLURM_CONF=$state/slurm.conf
 log() { echo "testcluster: $*"; }
 die() { echo "testcluster: error: $*" >&2; exit 1; }
+
+# --- Slurm version --------------------------------------------------------------------------------
+
+# Daemons and commands of one Slurm: bin and sbin folders first on PATH, its own plugin folder.
+use_slurm_dirs() {
+  local bin=$1 sbin=$2
+  [ -x "$sbin/slurmctld" ] || { echo "testcluster: no slurmctld in $sbin" >&2; return 1; }
+  if [ "$sbin" = /usr/sbin ]; then
+    slurm_plugins=$installed_plugins
+  else
+    slurm_plugins=$(dirname "$sbin")/lib/slurm
+  fi
+  slurm_bindir=$bin
+  slurm_sbindir=$sbin
+  export PATH="$bin:$sbin:$PATH"
+  slurm_version=$(slurmctld -V | awk '{print $2}')
+}
+
+# Whether this cluster's Slurm is at least MAJOR.MINOR.
+slurm_at_least() { [ "$(printf '%s\n%s\n' "$1" "${slurm_version:-0}" | sort -V | head -n 1)" = "$1" ]; }
+
+installed_slurm_version() { [ -x /usr/sbin/slurmctld ] && /usr/sbin/slurmctld -V | awk '{print $2}'; }
+
+# --slurm=VERSION: the installed Slurm when it is that version, else a release from
+# scripts/build-slurm.sh (built into its cache on first use).
+use_slurm_version() {
+  local want=$1 installed prefix
+  case $want in [0-9][0-9].[0-9][0-9]|[0-9][0-9].[0-9][0-9].[0-9]*) ;; *) die "--slurm=$want: expected a version such as 26.05";; esac
+  installed=$(installed_slurm_version 2>/dev/null || true)
+  if [ -n "$installed" ] && { [ "$installed" = "$want" ] || [ "${installed%.*}" = "$want" ]; }; then
+    use_slurm_dirs /usr/bin /usr/sbin || die "the installed Slurm cannot be used"
+    return
+  fi
+  log "Slurm $want: scripts/build-slurm.sh $want (built once, then cached)"
+  prefix=$("$repo_root/scripts/build-slurm.sh" "$want") || die "Slurm $want is not available (installed: ${installed:-none})"
+  use_slurm_dirs "$prefix/bin" "$prefix/sbin" || die "scripts/build-slurm.sh $want gave no usable Slurm"
+}
+
+# The Slurm the build directory's plugins were configured for ("" if it has none).
+builddir_slurm() {  # BUILDDIR VARIABLE
+  [ -f "$1/plugins/Makefile" ] || return 0
+  sed -n "s/^$2 = //p" "$1/plugins/Makefile" | head -n 1
+}
+
+# The Slurm this cluster was started with, for the commands after "up" (daemons are stopped by
+# PID even when that Slurm is gone).
+load_slurm_choice() {
+  local bin=/usr/bin sbin=/usr/sbin
+  [ -f "$state/slurm.dirs" ] && read -r bin sbin < "$state/slurm.dirs"
+  use_slurm_dirs "$bin" "$sbin" || true
+}
 
 node_names() {
   local t i
@@ -120,6 +180,7 @@ EOF
     echo "AuthType=auth/munge"
     echo "CredType=cred/munge"
     echo "AuthInfo=socket=$state/munge/munge.socket,cred_expire=5"
+    echo "MailProg=/bin/true"
     echo "PluginDir=$plugindir"
     echo "PlugStackConfig=$state/plugstack.conf"
     echo "StateSaveLocation=$state/ctld"
@@ -162,6 +223,14 @@ EOF
     done
     echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
   } > "$state/slurm.conf"
+
+  # Slurm 24.11 and later start a cgroup plugin in slurmd even with proctrack/linuxproc and no
+  # task plugin (22.05 does not, and has no "disabled").
+  if slurm_at_least 24.11; then
+    echo "CgroupPlugin=disabled" > "$state/cgroup.conf"
+  else
+    rm -f "$state/cgroup.conf"
+  fi
 
   {
     echo "AutoDetect=off"
@@ -280,29 +349,47 @@ cmd_down() {
 }
 
 cmd_up() {
-  local plugins=0 builddir=${RINGSCHED_BUILDDIR:-$PWD}
+  local plugins=0 builddir=${RINGSCHED_BUILDDIR:-$PWD} want=""
   local a
   for a in "$@"; do
     case $a in
       --plugins) plugins=1 ;;
       --no-plugins) plugins=0 ;;
       --builddir=*) builddir=${a#--builddir=} ;;
+      --slurm=*) want=${a#--slurm=} ;;
       *) die "up: unknown option $a (see --help)" ;;
     esac
   done
   builddir=$(cd "$builddir" && pwd)
   local t0=$SECONDS
-  if cluster_up && [ "$(cat "$state/plugins.flag" 2>/dev/null)" = "$plugins" ]; then
-    log "already up ($state, plugins=$plugins)"
+  local built_for built_sbin
+  built_for=$(builddir_slurm "$builddir" SLURM_VERSION)
+  built_sbin=$(builddir_slurm "$builddir" SLURM_SBINDIR)
+  if [ -n "$want" ]; then
+    use_slurm_version "$want"
+  elif [ -n "$built_sbin" ]; then
+    use_slurm_dirs "$(builddir_slurm "$builddir" SLURM_BINDIR)" "$built_sbin" ||
+      die "the Slurm $builddir was configured for is gone (scripts/build-slurm.sh $built_for, then make)"
+  else
+    use_slurm_dirs /usr/bin /usr/sbin || die "no Slurm installed (scripts/install-deps.sh) and no --slurm=VERSION"
+  fi
+  if [ "$plugins" = 1 ] && [ "$built_for" != "$slurm_version" ]; then
+    die "the plugins in $builddir are built for Slurm ${built_for:-(none)}, this cluster would run $slurm_version (configure a build folder with --with-slurm-src of that version; scripts/test.sh --slurm=VERSION does)"
+  fi
+  if cluster_up && [ "$(cat "$state/plugins.flag" 2>/dev/null)" = "$plugins" ] &&
+     [ "$(cat "$state/slurm.dirs" 2>/dev/null)" = "$slurm_bindir $slurm_sbindir" ]; then
+    log "already up ($state, plugins=$plugins, Slurm $slurm_version)"
     return
   fi
-  cmd_down >/dev/null
+  # Stopped with the Slurm it was started with.
+  (load_slurm_choice; cmd_down >/dev/null)
+  echo "$slurm_bindir $slurm_sbindir" > "$state/slurm.dirs"
   write_config "$plugins" "$builddir"
   start_munge
   start_ctld 1
   start_slurmds
   wait_ready
-  log "up in $((SECONDS - t0)) s: $node_count nodes ($(node_names | tr '\n' ' '| sed 's/ $//')), plugins=$plugins, port $base_port, $state"
+  log "up in $((SECONDS - t0)) s: Slurm $slurm_version, $node_count nodes ($(node_names | tr '\n' ' '| sed 's/ $//')), plugins=$plugins, port $base_port, $state"
 }
 
 cluster_up() {
@@ -320,7 +407,7 @@ cmd_status() {
       printf '%-14s stopped\n' "$n"; s=1
     fi
   done
-  echo "state: $state  port: $base_port  plugins: $(cat "$state/plugins.flag" 2>/dev/null || echo '?')"
+  echo "state: $state  port: $base_port  plugins: $(cat "$state/plugins.flag" 2>/dev/null || echo '?')  Slurm: ${slurm_version:-?} ($slurm_sbindir)"
   if [ $s = 0 ]; then sinfo -N -o '%N %T %G' 2>/dev/null || s=1; fi
   return $s
 }
@@ -334,10 +421,11 @@ cmd_restart_ctld() {
 
 case ${1:-} in
   up) shift; cmd_up "$@" ;;
-  down) cmd_down ;;
-  status) cmd_status ;;
-  restart-ctld) cmd_restart_ctld ;;
-  env) echo "export SLURM_CONF=$state/slurm.conf" ;;
+  down) load_slurm_choice; cmd_down ;;
+  status) load_slurm_choice; cmd_status ;;
+  restart-ctld) load_slurm_choice; cmd_restart_ctld ;;
+  env) load_slurm_choice; echo "export SLURM_CONF=$state/slurm.conf"
+       [ -z "${slurm_bindir:-}" ] || echo "export PATH=$slurm_bindir:$slurm_sbindir:\$PATH" ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) echo "usage: $(basename "$0") up [--plugins] [--builddir=DIR] | down | status | restart-ctld | env | --help" >&2; exit 2 ;;
+  *) echo "usage: $(basename "$0") up [--plugins] [--builddir=DIR] [--slurm=VERSION] | down | status | restart-ctld | env | --help" >&2; exit 2 ;;
 esac
