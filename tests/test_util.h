@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "test_skip.h"
+
 namespace ringsched_test {
 
 class TempDir {
