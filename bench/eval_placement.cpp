@@ -12,8 +12,9 @@
 // and on server links also the type-level MIP with the locality each type's fewest nodes cannot
 // avoid (a lower bound on the node-level optimum), whichever is higher. The table says which.
 // "ours" is place_hetero (the product); "market" is place_market, the seed paper's scheme.
-// Prints progress, a table per size and shape, a summary per size and a JSON summary.
+// Prints progress, a table per size and shape, a summary per size and MIP, and a JSON summary.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -232,7 +233,10 @@ std::string describe(const PlacementProblem& p, const PlacementResult& ours,
 struct Cell {
   std::vector<double> gaps, market_gaps, ours_ms, market_ms, mip_ms, mip_gap;
   std::vector<double> speedups;  // MIP ms / ours ms where the MIP took over 1 s
-  int proven = 0, against_bound = 0, skipped = 0;
+  // Not measured: the MIPs' problem has no solution (some job cannot run at its smallest size),
+  // or no MIP bound within the time limit. Failed: ours leaves a job waiting where the MIPs'
+  // problem has a solution (every job runs): counted apart, never hidden among the skips.
+  int proven = 0, against_bound = 0, infeasible = 0, no_bound = 0, ours_waits = 0;
   double worst = -INFINITY;
   std::string worst_text;
 
@@ -243,7 +247,9 @@ struct Cell {
       to->insert(to->end(), from->begin(), from->end());
     proven += o.proven;
     against_bound += o.against_bound;
-    skipped += o.skipped;
+    infeasible += o.infeasible;
+    no_bound += o.no_bound;
+    ours_waits += o.ours_waits;
     if (o.worst > worst) {
       worst = o.worst;
       worst_text = o.worst_text;
@@ -286,8 +292,15 @@ void evaluate(const Options& o, const ThroughputModel& model, const Size& size, 
   PlacementResult ours = timed(o.repeats, [&] { return place_hetero(p, {}, o.samples, seed); });
   PlacementResult market;
   if (o.market) market = place_market(p, {}, o.samples, seed);
-  PlacementResult mip = server ? optimal_placement_node_mip(p, o.mip_limit_s)
-                               : optimal_placement_mip(p, o.mip_limit_s);
+  PlacementResult mip;
+  try {
+    mip = server ? optimal_placement_node_mip(p, o.mip_limit_s)
+                 : optimal_placement_mip(p, o.mip_limit_s);
+  } catch (const InputError& e) {  // not every job can run: the MIPs' problem has no solution
+    std::fprintf(stderr, "  seed %u: %s; skipped\n", seed, e.what());
+    ++cell.infeasible;
+    return;
+  }
   double ref = mip.objective_s;
   if (!mip.optimal) {
     ref = mip.bound_s;
@@ -300,10 +313,15 @@ void evaluate(const Options& o, const ThroughputModel& model, const Size& size, 
   } else {
     ++cell.proven;
   }
-  if (!all_run(ours) || !(ref > 0) || !std::isfinite(ref)) {
-    std::fprintf(stderr, "  seed %u: %s; skipped\n", seed,
-                 all_run(ours) ? "no MIP bound within the time limit" : "a job waits in ours");
-    ++cell.skipped;
+  if (!all_run(ours)) {
+    std::fprintf(stderr, "  seed %u: a job waits in ours, every job runs in the MIP's problem: "
+                 "FAILED\n", seed);
+    ++cell.ours_waits;
+    return;
+  }
+  if (!(ref > 0) || !std::isfinite(ref)) {
+    std::fprintf(stderr, "  seed %u: no MIP bound within the time limit; skipped\n", seed);
+    ++cell.no_bound;
     return;
   }
   auto value = [&](const PlacementResult& r) {
@@ -482,6 +500,7 @@ int main(int argc, char** argv) {
   if (o.market) std::printf(" %9s %9s %9s", "mkt mean", "mkt worst", "mkt ms");
   std::printf("\n");
   std::vector<Cell> by_size(o.sizes.size());
+  std::vector<std::array<Cell, 2>> by_mip(o.sizes.size());  // [size][server links]
   Cell all;
   for (size_t si = 0; si < o.sizes.size(); ++si) {
     const Size& size = o.sizes[si];
@@ -493,7 +512,8 @@ int main(int argc, char** argv) {
       for (bool server : {false, true}) {
         Cell cell;
         for (int s = 0; s < o.seeds; ++s) {
-          unsigned seed = o.seed + static_cast<unsigned>(s) * 7919u + static_cast<unsigned>(size.gpus * 31 + shape.types * 7 + shape.node);
+          unsigned seed = o.seed + static_cast<unsigned>(s) * 7919u +
+                          static_cast<unsigned>(size.gpus * 31 + shape.types * 7 + shape.node);
           std::fprintf(stderr, "[%s %s %s] seed %u\n", size_name, shape_name,
                        server ? "server" : "uniform", seed);
           evaluate(o, model, size, shape, seed, server, cell);
@@ -501,26 +521,32 @@ int main(int argc, char** argv) {
         print_row(size_name, shape_name, server ? "server" : "uniform", cell, o.market);
         std::fflush(stdout);
         by_size[si].merge(cell);
+        by_mip[si][server].merge(cell);
       }
     }
     all.merge(by_size[si]);
   }
-  std::printf("\nPer size (all shapes, both link settings):\n");
-  std::printf("%-8s %3s %9s %9s %10s %9s %9s %12s", "size", "n", "ours ms", "ours max",
-              "MIP ms max", "gap mean", "gap worst", "MIP/ours >1s");
+  std::printf("\nPer size and MIP (all shapes; type: uniform links vs the type-level MIP, node: "
+              "server links vs the node-level MIP):\n");
+  std::printf("%-8s %-4s %3s %9s %9s %10s %10s %9s %9s %12s", "size", "MIP", "n", "ours ms",
+              "ours max", "MIP ms med", "MIP ms max", "gap mean", "gap worst", "MIP/ours >1s");
   if (o.market) std::printf(" %9s %9s", "mkt mean", "mkt worst");
   std::printf("\n");
-  for (size_t si = 0; si < o.sizes.size(); ++si) {
-    const Cell& c = by_size[si];
-    char name[32];
-    std::snprintf(name, sizeof name, "%d/%d", o.sizes[si].gpus, o.sizes[si].jobs);
-    std::printf("%-8s %3zu %9.2f %9.2f %10.1f %8.3f%% %8.3f%% %11.0fx", name, c.gaps.size(),
-                median(c.ours_ms), maxv(c.ours_ms), maxv(c.mip_ms), mean(c.gaps), maxv(c.gaps),
-                minv(c.speedups));
-    if (o.market) std::printf(" %8.3f%% %8.3f%%", mean(c.market_gaps), maxv(c.market_gaps));
-    std::printf("\n");
-  }
-  std::printf("(MIP/ours >1s: the smallest ratio over instances where the MIP took over 1 s; nan: none did)\n");
+  for (size_t si = 0; si < o.sizes.size(); ++si)
+    for (bool server : {false, true}) {
+      const Cell& c = by_mip[si][server];
+      char name[32];
+      std::snprintf(name, sizeof name, "%d/%d", o.sizes[si].gpus, o.sizes[si].jobs);
+      std::printf("%-8s %-4s %3zu %9.2f %9.2f %10.1f %10.1f %8.3f%% %8.3f%% %11.0fx", name,
+                  server ? "node" : "type", c.gaps.size(), median(c.ours_ms), maxv(c.ours_ms),
+                  median(c.mip_ms), maxv(c.mip_ms), mean(c.gaps), maxv(c.gaps), minv(c.speedups));
+      if (o.market) std::printf(" %8.3f%% %8.3f%%", mean(c.market_gaps), maxv(c.market_gaps));
+      std::printf("\n");
+    }
+  std::printf("(MIP/ours >1s: the smallest ratio over instances where the MIP took over 1 s; nan: "
+              "none did)\nNot measured: %d instance(s) where not every job can run (the MIPs need "
+              "that), %d with no MIP bound in time; failed: %d where ours leaves a job waiting\n",
+              all.infeasible, all.no_bound, all.ours_waits);
   if (o.show_worst)
     for (size_t si = 0; si < o.sizes.size(); ++si)
       std::printf("\nWorst instance of size %d/%d: %s", o.sizes[si].gpus, o.sizes[si].jobs,
@@ -530,11 +556,13 @@ int main(int argc, char** argv) {
     time_large(o, model);
   }
   std::printf("\n{\"seeds\": %d, \"seed\": %u, \"samples\": %d, \"mip_time_limit_s\": %.0f, "
-              "\"evaluated\": %zu, \"skipped\": %d, \"mip_proven\": %d, \"against_bound\": %d, "
+              "\"evaluated\": %zu, \"infeasible\": %d, \"no_bound\": %d, \"ours_waits\": %d, "
+              "\"mip_proven\": %d, \"against_bound\": %d, "
               "\"gap_mean_pct\": %.4f, \"gap_worst_pct\": %.4f, \"market_gap_mean_pct\": %.4f, "
               "\"market_gap_worst_pct\": %.4f, \"min_speedup_over_1s_mips\": %.1f}\n",
-              o.seeds, o.seed, o.samples, o.mip_limit_s, all.gaps.size(), all.skipped, all.proven,
-              all.against_bound, mean(all.gaps), maxv(all.gaps), mean(all.market_gaps),
+              o.seeds, o.seed, o.samples, o.mip_limit_s, all.gaps.size(), all.infeasible,
+              all.no_bound, all.ours_waits, all.proven, all.against_bound, mean(all.gaps),
+              maxv(all.gaps), mean(all.market_gaps),
               maxv(all.market_gaps), minv(all.speedups));
   return 0;
 }
