@@ -7,7 +7,9 @@
 //  - a user cannot change the GPUs, node count or type of their ring job, nor touch another's job;
 //  - a resize signal that arrives as the job starts is deferred, never fatal;
 //  - pre-created checkpoint folders, forged checkpoints, planted requests and a rendezvous port
-//    flooded with idle and garbage connections leave a job unaffected.
+//    flooded with idle and garbage connections leave a job unaffected;
+//  - a job whose id Slurm gives again (a fresh controller state) does not resume from the
+//    checkpoints an earlier job of that id left in the default folder.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <sys/stat.h>
@@ -78,6 +80,18 @@ bool wait_state(unsigned job, const std::string& state, double seconds) {
 
 std::string text_of(const std::string& path) { return cluster().run("cat '" + path + "' 2>&1").out; }
 
+// Removes what a job of the owner left in ~/.ringrun (its default checkpoint folder when it was
+// submitted from a folder others may write), so that a later cluster that gives the id again
+// meets a clean home.
+class OwnerRingrunDir {
+ public:
+  explicit OwnerRingrunDir(unsigned job) : glob_("~" + std::string(kOwner) + "/.ringrun/ringrun-" + std::to_string(job)) {}
+  ~OwnerRingrunDir() { cluster().run("rm -rf " + glob_ + " " + glob_ + ".earlier-*"); }
+
+ private:
+  std::string glob_;
+};
+
 // What a job said, for messages.
 std::string story(unsigned job, const std::string& out) {
   return "\n--- scontrol:\n" + cluster().run("scontrol show job " + std::to_string(job)).out + "--- job output:\n" +
@@ -93,6 +107,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testHandoverTakesLatestDecision);
   CPPUNIT_TEST(testEarlyResizeSignalIsDeferred);
   CPPUNIT_TEST(testAttacksLeaveJobUnaffected);
+  CPPUNIT_TEST(testReusedJobIdStartsAfresh);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -263,6 +278,7 @@ class SlurmUsersTest : public CppUnit::TestFixture {
                                              "--hold -o " + out + " --ring-model=resnet50-b64 --ring-gpus=2 --ring-fixed " + script,
                                              scratch.path(), &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+    const OwnerRingrunDir own_folder(job);
     const std::string id = std::to_string(job);
     const std::string trap = scratch.path() + "/ringrun-" + id;
     // The attacker's folder: a forged checkpoint far ahead, a planted resize request, a secret.
@@ -327,6 +343,44 @@ class SlurmUsersTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(std::string("ckpt-999999.rck\nresize-request\nsecret\n"), cluster().run("ls " + trap).out);
     const auto mode = cluster().run("stat -c %a ~" + std::string(kOwner) + "/.ringrun/ringrun-" + id);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(mode.out, std::string("700\n"), mode.out);
+  }
+
+  void testReusedJobIdStartsAfresh() {
+    // Slurm gives an id again after its controller starts from a fresh state (as every test
+    // cluster does): an earlier job of the same id, same user and same submit folder finished
+    // there and left its final checkpoint in the default folder. The new job trains every step
+    // from the start; the earlier folder is kept aside. (ringrun restored the earlier job's
+    // final checkpoint and ended the new job at once, untrained.)
+    UserDir w(kOwner, "755");
+    const std::string loss = w.path() + "/loss", out = w.path() + "/job.out";
+    const std::string script = w.write(kOwner, "job.sh", train_script("resnet50-b64", 40, loss));
+    std::string msg;
+    const unsigned job = cluster().submit_as(
+        kOwner, "--hold -o " + out + " --ring-model=resnet50-b64 --ring-gpus=1 --ring-fixed " + script, w.path(), &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+    const std::string id = std::to_string(job), folder = w.path() + "/ringrun-" + id;
+    // The earlier job: ringrun as a batch job of that id runs it (its default folder), to the end.
+    const std::string stage = cluster().dir() + "/stage";
+    const auto earlier = cluster().run_as(kOwner, cluster().stage_env() + " && SLURM_JOB_ID=" + id + " SLURM_SUBMIT_DIR=" +
+                                                      w.path() + " " + stage + "/ringrun --gpus=1 -- " + stage +
+                                                      "/ringrun-train --steps=40 --log-every=100000", w.path());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(earlier.out, 0, earlier.rc);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(earlier.out, std::string("ckpt-40.rck\n"), cluster().run("ls " + folder + " | grep ckpt").out);
+    const auto released = cluster().run_as(kOwner, "scontrol release " + id);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(released.out, 0, released.rc);
+    CPPUNIT_ASSERT_MESSAGE(story(job, out), SlurmTestCluster::wait_for([&] {
+                             const std::string s = cluster().job_field(job, "JobState");
+                             return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT";
+                           }, 120, 1.0));
+    const std::string said = text_of(out);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(job, out), std::string("COMPLETED"), cluster().job_field(job, "JobState"));
+    const auto steps = read_loss(loss);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(said, size_t(40), steps.size());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(said, 0L, steps.begin()->first);
+    CPPUNIT_ASSERT_MESSAGE(said, contains(said, "earlier job " + id) && !contains(said, "restored step"));
+    // The earlier job's folder is kept, whole, beside the new one.
+    const auto aside = cluster().run("ls -d " + folder + ".earlier-* && ls " + folder + ".earlier-*/ | grep ckpt");
+    CPPUNIT_ASSERT_MESSAGE(aside.out, aside.rc == 0 && contains(aside.out, "ckpt-40.rck"));
   }
 };
 

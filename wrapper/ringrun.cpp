@@ -4,6 +4,7 @@
 // the workers checkpoint at the next iteration boundary, ringrun verifies the checkpoint, then
 // restarts the job at the new size (under Slurm: requeue with hold, update, release; locally:
 // relaunch the workers). See ringrun(1).
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <memory>
@@ -210,11 +212,7 @@ std::vector<std::string> torch_job_env(const std::string& master, uint32_t job_i
   if (port == ring_port) port = job_id ? 20000 + int((job_id + 6001) % 12000) : 0;
   for (int tries = 0; tries < 8 && (port == 0 || port == ring_port); ++tries) port = ringrt_local::free_port();
   // A requeued job starts again under Slurm; its restarts count with ringrun's own.
-  int restarts = generation;
-  if (const char* c = std::getenv("SLURM_RESTART_COUNT")) {
-    int n = 0;
-    if (parse_int(c, 0, 1000000, &n)) restarts += n;
-  }
+  const int restarts = generation + ringrun::env::slurm_restart_count();
   return {"MASTER_ADDR=" + master, "MASTER_PORT=" + std::to_string(port),
           "TORCHELASTIC_RESTART_COUNT=" + std::to_string(restarts),
           "TORCHELASTIC_RUN_ID=" + (job_id ? std::to_string(job_id) : std::string("local"))};
@@ -477,6 +475,36 @@ std::string default_ckpt_dir(uint32_t job_id) {
   return submit + "/" + name;  // refused by CheckpointStore when others may write there, with why
 }
 
+// Slurm gives a job id again once its controller starts from a fresh state (a new cluster, a
+// lost StateSaveLocation) or the ids wrap at MaxJobId, and the default folder is named by the id
+// alone: on a job's first run (Slurm has not requeued it), a default folder in which ringrun
+// already ran belongs to an earlier job of that id. Its checkpoints would be restored (a finished
+// one ends the new job at once, untrained) and its request file obeyed: it is moved aside to
+// DIR.earlier-EPOCH, kept for the user. A folder given with --ckpt-dir is always resumed from.
+// Returns false (having said why) when the folder could not be moved.
+bool set_aside_earlier_job(const std::string& dir, uint32_t job_id) {
+  struct stat st;
+  if (ringrun::env::slurm_restart_count() > 0 || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != ::geteuid())
+    return true;  // a restart of this job, nothing there, or not ours (CheckpointStore refuses it, saying why)
+  bool ran_here = ::access((dir + "/events").c_str(), F_OK) == 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::strncmp(e->d_name, "ckpt-", 5) == 0) ran_here = true;
+    ::closedir(d);
+  }
+  if (!ran_here) return true;
+  const std::string aside = dir + ".earlier-" + std::to_string(::time(nullptr));
+  if (::rename(dir.c_str(), aside.c_str()) != 0) {
+    std::fprintf(stderr, "ringrun: %s holds the checkpoints of an earlier job %u and cannot be moved aside (%s): "
+                 "remove it, or give --ckpt-dir\n", dir.c_str(), job_id, std::strerror(errno));
+    return false;
+  }
+  log("%s holds the checkpoints of an earlier job %u (Slurm gave the id again; this job has not been requeued): "
+      "moved to %s; starting from scratch", dir.c_str(), job_id, aside.c_str());
+  return true;
+}
+
 int main(int argc, char** argv) {
   catch_signals_early();
   Options o;
@@ -526,7 +554,10 @@ int main(int argc, char** argv) {
   }
   if (o.gpu_type.empty()) o.gpu_type = ringrun::env::gpu_type();
   if (o.profiles.empty()) o.profiles = ringrun::env::profiles();
-  if (o.ckpt_dir.empty()) o.ckpt_dir = default_ckpt_dir(job_id);
+  if (o.ckpt_dir.empty()) {
+    o.ckpt_dir = default_ckpt_dir(job_id);
+    if (job_id && !set_aside_earlier_job(o.ckpt_dir, job_id)) return 1;
+  }
   if (o.resize_file.empty()) o.resize_file = o.ckpt_dir + "/resize-request";
   // In a job, libringrt derives the master port from SLURM_JOB_ID (see libringrt(3)), so that
   // the workers of every node agree on it without us; alone on this host, any free port does.

@@ -26,6 +26,14 @@ inline std::string gpu_type() { return get("RINGRUN_GPU_TYPE"); }
 inline std::string profiles() { return get("RINGRUN_PROFILES"); }
 // Where rank 0 writes its measured iteration times at exit.
 inline std::string timing_file() { return get("RINGRUN_TIMING_FILE"); }
+// How many times Slurm has requeued this batch job (SLURM_RESTART_COUNT, set from the first
+// requeue on): 0 on the job's first run, outside a job, or when malformed.
+inline int slurm_restart_count() {
+  const std::string v = get("SLURM_RESTART_COUNT");
+  char* end = nullptr;
+  const long n = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
+  return v.empty() || *end || n < 0 || n > 1000000 ? 0 : int(n);
+}
 
 // One line "world,global_batch,steps,seconds" (steady-state iterations only). Best effort: the
 // wrapper treats a missing or malformed file as "nothing measured".
