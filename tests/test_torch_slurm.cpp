@@ -3,7 +3,7 @@
 // ordinary user (ringtest1), resized 1 -> 2 -> 4 -> 2 GPUs through the owner's request file
 // (checkpoint, requeue with hold, update, release, restore), reaches the same loss curve and
 // parameters as an uninterrupted local run, within the fp32 reduction-order tolerance of
-// test_torch (1e-5).
+// test_torch (1e-5), over test_torch's 120 steps.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cstdio>
@@ -17,6 +17,12 @@ namespace {
 
 const char* kOwner = "ringtest1";
 const std::string kPython = RINGSCHED_PYTHON;
+// test_torch's horizon. The tolerance holds there, not much further: float32's summation order
+// alone moves this CNN's parameters apart as training goes on, whatever the backend (one rank
+// against two, uninterrupted, on gloo or "ringrt" alike: 3.0e-7 after 120 steps, 5.4e-5 after
+// 200, while the losses stay within 3.8e-6), so at 200 steps the comparison failed by the luck of
+// where the resizes fell.
+const int kSteps = 120;
 
 double number_after(const std::string& out, const std::string& key) {
   size_t at = out.find(key);
@@ -41,7 +47,8 @@ class TorchSlurmTest : public CppUnit::TestFixture {
                          repo_file("python/examples/train_digits.py") + " " + d.path() + " && chmod -R a+rX " +
                          d.path() + " && chown " + kOwner + ": " + d.path() + " && chmod 755 " + d.path());
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
-    const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss", args = " --steps=200 --loss-log=";
+    const std::string ck = d.path() + "/ck", loss = d.path() + "/slurm.loss",
+                      args = " --steps=" + std::to_string(kSteps) + " --loss-log=";
     const std::string script =
         d.write("job.sh", "#!/bin/sh\n" + cluster.stage_env() + "\nexport PYTHONPATH=" + d.path() + "/site\nexec " +
                               stage + "/ringrun --ckpt-dir=" + ck + " -- " + kPython + " " + d.path() +
@@ -77,10 +84,14 @@ class TorchSlurmTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     const std::string compare = kPython + " " + repo_file("tests/torch/compare.py");
     r = cluster.run(compare + " loss " + d.path() + "/ref.loss " + loss);
-    CPPUNIT_ASSERT_MESSAGE(r.out + story(), number_after(r.out, "steps ") == 200);
+    CPPUNIT_ASSERT_MESSAGE(r.out + story(), number_after(r.out, "steps ") == kSteps);
     CPPUNIT_ASSERT_MESSAGE(r.out + story(), number_after(r.out, "maxdiff ") <= 1e-5);
     r = cluster.run(compare + " params " + d.path() + "/ref.json " + d.path() + "/slurm.json");
-    CPPUNIT_ASSERT_MESSAGE(r.out, number_after(r.out, "maxdiff ") >= 0 && number_after(r.out, "maxdiff ") <= 1e-5);
+    // What compare.py said (its error too), the files it read and what the job said.
+    const std::string said = "compare.py params (exit " + std::to_string(r.rc) + "): " + r.out + "\n--- " +
+                             cluster.run("ls -l --time-style=+%T.%N " + d.path() + " " + ck).out + story();
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(said, 0, r.rc);
+    CPPUNIT_ASSERT_MESSAGE(said, number_after(r.out, "maxdiff ") >= 0 && number_after(r.out, "maxdiff ") <= 1e-5);
     std::printf("     %s", r.out.c_str());
   }
 };
