@@ -11,6 +11,8 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
   size_t n = curves_.size();
   DoublingResult r;
   r.gpus = a.gpus;
+  r.fair_gpus = a.fair;
+  r.fair_gpus.resize(n, 0);
   r.reasons.resize(n);
   std::string multiple = number(costs_.min_gain_multiple) + " x restart cost";
   for (size_t j = 0; j < n; ++j) {
@@ -64,6 +66,11 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
       continue;
     }
     std::string verb = job.running ? "keeps " : "starts at ";
+    if (g > b && j < a.fair.size() && a.fair[j] == g) {
+      why = verb + std::to_string(g) + ": fewer GPUs would finish it later than its fair share " +
+            "(its requested size alone) allows";
+      continue;
+    }
     if (g > b) {
       double ti = (cost(j, g / 2) - cost(j, g)) / (g / 2);
       if (job.running)

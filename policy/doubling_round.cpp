@@ -81,6 +81,7 @@ Assignment DoublingRound::plan_round(const std::vector<char>& pinned) const {
   for (int j : order_)
     if (!pinned[j]) admit(j, curves_.base(j));
 
+  grant_fair_shares(a, pinned);
   a.low = a.gpus;
 
   // Step 2: the exact allocation where its table is small, else greedy doubling by time
@@ -110,6 +111,35 @@ Assignment DoublingRound::plan_round(const std::vector<char>& pinned) const {
 
   if (steps_.local_improvement) improve_locally(a, pinned);
   return a;
+}
+
+void DoublingRound::grant_fair_shares(Assignment& a, const std::vector<char>& pinned) const {
+  size_t n = curves_.size();
+  a.fair.assign(n, 0);
+  using Behind = std::tuple<double, int, int>;  // run time / fair time, -rank, job
+  std::priority_queue<Behind> heap;
+  auto push = [&](size_t j) {
+    const DoublingJob& job = curves_.job(j);
+    int cur = a.gpus[j];
+    if (cur <= 0 || !may_resize(j, pinned) || !(job.fair_time_s < kInf)) return;
+    long next = 2L * cur;
+    if (next > std::min(job.fair_max_gpus, curves_.cap(j)) || cur > a.free) return;
+    if (!(curves_.speed(j, static_cast<int>(next)) > curves_.speed(j, cur))) return;
+    double t = cost(j, cur);
+    double behind = job.fair_time_s > 0 ? t / job.fair_time_s : kInf;
+    if (behind > 1) heap.emplace(behind, -rank_[j], static_cast<int>(j));
+  };
+  for (size_t j = 0; j < n; ++j) push(j);
+  while (!heap.empty()) {
+    int j = std::get<2>(heap.top());
+    heap.pop();
+    int cur = a.gpus[j];
+    if (cur > a.free) continue;  // free only falls: it cannot double in this pass
+    a.gpus[j] = 2 * cur;
+    a.free -= cur;
+    a.fair[j] = a.gpus[j];
+    push(j);
+  }
 }
 
 }  // namespace doubling_internal

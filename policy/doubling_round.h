@@ -16,6 +16,11 @@
 //     requested count, elastic jobs their minimum -- running elastic jobs included, so a running
 //     job larger than its minimum gives its extra GPUs back whenever a waiting job needs them.
 //     First fit: a job whose base does not fit waits, and later (smaller) jobs may still start.
+//     Ours, the fairness pass: of the GPUs admission left, the jobs that would miss their fair
+//     deadline at their size (run time > DoublingJob::fair_time_s) double first, the furthest
+//     behind (run time / fair time) first, up to their requested size (fair_max_gpus). Only
+//     GPUs no admitted job needs: it never keeps a job from starting. Step 2 may grow them
+//     further but never below (Assignment::low).
 //  2. Doubling. Repeatedly double the admitted elastic job with the largest time improvement per
 //     added GPU, TI = (cost(n) - cost(2n)) / n, where cost(n) = R / v(n) plus the restart cost C
 //     when a running job's n differs from its current size; only while n GPUs are free, 2n is
@@ -25,7 +30,8 @@
 //     or above their base, within the GPUs admission left -- by a multiple-choice knapsack.
 //  3. Hysteresis. For every running job the plan resizes, the gain of the resize is what the plan
 //     would lose if that job were held at its current size (re-planned with it pinned), before
-//     its own restart cost. Below min_gain_multiple x C, or within min_interval_s of its last
+//     its own restart cost. Below min_gain_multiple x C (except a grow the fairness pass asked
+//     for: it serves fairness, not the sum), or within min_interval_s of its last
 //     resize (or start), the job is pinned and the round re-planned. The interval holds every
 //     resize, a shrink that would let a waiting job start included. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.
@@ -144,7 +150,8 @@ struct Assignment {
   std::vector<int> gpus;         // 0 = waits
   std::vector<WaitWhy> wait_why;
   std::vector<int> free_at_turn; // free GPUs when admission reached the job
-  std::vector<int> low;          // least size step 2 may leave the job at (its admitted size)
+  std::vector<int> low;          // least size step 2 may leave the job at (admitted, fair pass)
+  std::vector<int> fair;         // size the fairness pass raised the job to (0: it did not)
   int free = 0;
   int admitted = 0;
 };
@@ -227,6 +234,14 @@ class DoublingRound {
     return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s;
   }
 
+  // A running job the fairness pass grows: its resize is not held for a small gain (it moves
+  // GPUs from jobs that gain more per GPU, so the sum of finish times often rises), only by the
+  // interval rule.
+  bool fair_grow(const Assignment& a, size_t j) const {
+    return j < a.fair.size() && a.fair[j] > curves_.job(j).current_gpus &&
+           a.gpus[j] > curves_.job(j).current_gpus;
+  }
+
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
   Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
             double a_cost) const;
@@ -248,6 +263,9 @@ class DoublingRound {
 
   // Steps 1 and 2 (and our local improvement) with `pinned` jobs held at their current size.
   Assignment plan_round(const std::vector<char>& pinned) const;
+
+  // The fairness pass between steps 1 and 2 (see the top of this file).
+  void grant_fair_shares(Assignment& a, const std::vector<char>& pinned) const;
 
   // Step 2 by the exact multiple-choice knapsack over the admitted resizable jobs (sizes >= their
   // base, within the GPUs admission left free), when its table is small enough to beat the

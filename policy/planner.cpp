@@ -46,6 +46,8 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
   if (config_.samples < 0) throw InputError("planner: samples must be >= 0");
   if (!(config_.aging >= 0) || !std::isfinite(config_.aging))
     throw InputError("planner: aging must be a finite number >= 0");
+  if (!(config_.fairness >= 0) || !std::isfinite(config_.fairness))
+    throw InputError("planner: fairness must be a finite number >= 0");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {
@@ -238,6 +240,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   // 1. How many GPUs each job gets.
   std::vector<int> counts(n, 0);
   std::vector<std::string> count_reason(n);
+  std::vector<int> fair_floor(n, 0);  // size the doubling's fairness pass raised a job to
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
@@ -259,6 +262,17 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = [](int) { return 0.0; };
       } else if (v.known) {
         dj[i].speed = model.speed(j.model, v.best_type);
+        if (config_.fairness > 0 && j.elastic) {
+          int want = config_.power_of_two ? ceil_power_of_two(j.requested_gpus) : j.requested_gpus;
+          want = std::clamp(want, v.lo, v.hi);
+          double alone = model.iters_per_s(j.model, v.best_type, want);
+          double work = j.iterations > 0 ? j.iterations : j.remaining;
+          if (alone > 0) {
+            dj[i].fair_max_gpus = want;
+            double waited = std::max(0.0, snap.now_s - j.submit_s);
+            dj[i].fair_time_s = config_.fairness * work / alone - waited;
+          }
+        }
       } else {
         // No speed known: treat as perfectly inelastic so doubling never grows it blindly.
         dj[i].elastic = false;
@@ -290,6 +304,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (size_t k = 0; k < members.size(); ++k) {
         counts[members[k]] = dr.gpus[k];
         count_reason[members[k]] = dr.reasons[k];
+        fair_floor[members[k]] = dr.fair_gpus[k];
       }
     }
   } else {
@@ -373,6 +388,8 @@ Plan Planner::plan(const Snapshot& snap) const {
       pj.min_gpus = j.elastic ? views[i].lo : counts[i];
       pj.max_gpus = j.elastic ? std::max(views[i].hi, counts[i]) : counts[i];
       if (config_.policy == Policy::Hetero) pj.min_gpus = pj.max_gpus = counts[i];
+      // The fairness pass's size is a floor: the placement may move the job, not shrink it.
+      if (j.elastic) pj.min_gpus = std::max(pj.min_gpus, std::min(counts[i], fair_floor[i]));
       pj.allowed_types = views[i].types;
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;

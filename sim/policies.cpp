@@ -397,6 +397,7 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   cfg.costs = opt.costs;
   cfg.samples = opt.samples;
   cfg.seed = opt.seed;
+  cfg.fairness = opt.fairness;
   cfg.spb_packing = false;
   cfg.use_similarity = true;
   std::string base = name;

@@ -47,6 +47,7 @@ struct PolicyOptions {
   int samples = 64;
   unsigned seed = 1;
   int window = 0;
+  double fairness = ringsched::PlannerConfig{}.fairness;  // the planner's finish-time fairness bound
   // Model similarity for the planner's unseen models (null: none; the planner then treats them
   // as it does without similarity).
   std::shared_ptr<const ringsched::SimilarityModel> similarity;

@@ -51,6 +51,9 @@ const char kUsage[] =
     "  --min-gain X           resize only for a gain > X * C (default 2)\n"
     "  --min-interval S       at most one resize per S seconds per job (default 300)\n"
     "  --samples K            categories sampled by the hetero placement (default 64)\n"
+    "  --fairness F           finish-time fairness bound of doubling and combined: GPUs left\n"
+    "                         after every job's minimum go first to jobs that would finish later\n"
+    "                         than F x their time alone at their requested size (0: off)\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -189,7 +192,7 @@ int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
-                       "--report", "--plots"},
+                       "--report", "--plots", "--fairness"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
@@ -219,6 +222,7 @@ int cmd_run(int argc, char** argv) {
   po.samples = static_cast<int>(number_opt(a, "--samples", 64, 1, 100000));
   po.seed = static_cast<unsigned>(number_opt(a, "--seed", 1, 0, 4294967295.0));
   po.window = static_cast<int>(number_opt(a, "--window", 0, 0, 1e9));
+  po.fairness = number_opt(a, "--fairness", po.fairness, 0, 1e6);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -222,6 +223,8 @@ class DoublingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(incremental_gain_equals_replanned_gain_for_one_running_job);
   CPPUNIT_TEST(incremental_hysteresis_close_to_exact);
   CPPUNIT_TEST(large_round_is_fast_and_valid);
+  CPPUNIT_TEST(fairness_pass_serves_late_jobs_first);
+  CPPUNIT_TEST(fairness_grow_not_held_for_small_gain);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -673,6 +676,58 @@ class DoublingTest : public CppUnit::TestFixture {
     // Nothing changed but 60 s: every running job keeps its size.
     for (size_t j = 0; j < jobs.size(); ++j)
       if (jobs[j].running) CPPUNIT_ASSERT_EQUAL(jobs[j].current_gpus, steady.gpus[j]);
+  }
+
+  // Three jobs on 8 GPUs: A scales poorly, B and C perfectly; the sum of run times is least with
+  // A on 2 GPUs (909 + 2000 + 1000). A job that would miss its fair deadline (fair_time_s) gets
+  // the GPUs left after admission first, up to its requested size, whatever the sum says.
+  static std::vector<DoublingJob> fairness_instance(double fair_time_s) {
+    std::vector<DoublingJob> jobs = {elastic(1000, 1, 8, scaling(1, 0.55)),
+                                     elastic(4000, 1, 8, scaling(1, 1.0)),
+                                     elastic(4000, 1, 8, scaling(1, 1.0))};
+    jobs[0].fair_time_s = fair_time_s;
+    jobs[0].fair_max_gpus = 8;
+    return jobs;
+  }
+
+  void fairness_pass_serves_late_jobs_first() {
+    auto order = identity(3);
+    // No deadline, or one it meets on 1 GPU: the sum decides (A on 2).
+    for (double fair : {std::numeric_limits<double>::infinity(), 1e6}) {
+      DoublingResult r = doubling_heuristic(fairness_instance(fair), order, 8, no_hysteresis(0), 0);
+      CPPUNIT_ASSERT_EQUAL(2, r.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL(0, r.fair_gpus[0]);
+    }
+    // Behind (run time 1000 s > 100 s) or already late (<= 0): A doubles while GPUs are left
+    // after admission (5: 1 -> 2 -> 4; 8 would need 4 more), then B and C share what remains.
+    for (double fair : {100.0, 0.0, -50.0}) {
+      auto jobs = fairness_instance(fair);
+      DoublingResult r = doubling_heuristic(jobs, order, 8, no_hysteresis(0), 0);
+      check_valid(jobs, 8, r);
+      CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL(4, r.fair_gpus[0]);
+      CPPUNIT_ASSERT(r.gpus[1] > 0 && r.gpus[2] > 0);  // it never keeps a job from starting
+      CPPUNIT_ASSERT(contains(r.reasons[0], "fair share"));
+    }
+    // Only up to its requested size.
+    auto jobs = fairness_instance(100);
+    jobs[0].fair_max_gpus = 2;
+    CPPUNIT_ASSERT_EQUAL(2, doubling_heuristic(jobs, order, 8, no_hysteresis(0), 0).gpus[0]);
+  }
+
+  // A running job the fairness pass grows takes GPUs from jobs that gain more per GPU, so the
+  // plan's sum of run times rises: the min-gain rule would hold it at its size for good. Only the
+  // interval rule holds it.
+  void fairness_grow_not_held_for_small_gain() {
+    ResizeCosts costs;  // restart 30 s, gain >= 2 x 30 s, interval 300 s
+    auto order = identity(3);
+    auto jobs = fairness_instance(100);
+    jobs[0] = running(jobs[0], 1, -1000);
+    DoublingResult r = doubling_heuristic(jobs, order, 8, costs, 0);
+    check_valid(jobs, 8, r);
+    CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
+    jobs[0].last_resize_s = -100;  // resized 100 s ago: held
+    CPPUNIT_ASSERT_EQUAL(1, doubling_heuristic(jobs, order, 8, costs, 0).gpus[0]);
   }
 };
 

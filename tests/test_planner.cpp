@@ -107,6 +107,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(unseenModelUsesSimilarity);
   CPPUNIT_TEST(jsonHasEveryField);
   CPPUNIT_TEST(invalidSnapshotThrows);
+  CPPUNIT_TEST(lateJobKeepsItsFairSizeInThePlacement);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -523,6 +524,40 @@ class PlannerTest : public CppUnit::TestFixture {
     s.jobs[0].max_gpus = 0;
     CPPUNIT_ASSERT(contains(error_of([&] { planner.plan(s); }), "job 1"));
     CPPUNIT_ASSERT(contains(error_of([] { parse_policy("fastest"); }), "fastest"));
+  }
+
+  // A job that asked for 8 GPUs on two 4-GPU V100 nodes and is already late for its fair share
+  // (submitted long ago): the doubling's fairness pass gives it 8, and combined's placement,
+  // which would keep a ring inside one node for some models (inter-node links 8x slower), may
+  // move it but not shrink it. Without the fairness bound it shrinks on at least one model.
+  void lateJobKeepsItsFairSizeInThePlacement() {
+    Cluster c;
+    for (int i = 1; i <= 2; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    int shrunk = 0;
+    for (const std::string& model : gavel().models()) {
+      if (!gavel().has(model, "v100")) continue;
+      Snapshot s;
+      s.cluster = c;
+      s.now_s = 1e6;
+      s.jobs = {job("1", model, 1, 8, 1e5)};
+      s.jobs[0].requested_gpus = 8;
+      ThroughputModel m(gavel());
+      if (!(m.iters_per_s(model, "v100", 8) > m.iters_per_s(model, "v100", 4))) continue;
+      for (double fairness : {0.0, 1.0}) {
+        PlannerConfig cfg;
+        cfg.fairness = fairness;
+        Plan p = Planner(m, cfg).plan(s);
+        check_capacity(p, c);
+        if (fairness > 0)
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(model + ": " + p.jobs[0].reason, 8, p.jobs[0].gpus);
+        else
+          shrunk += p.jobs[0].gpus < 8;
+      }
+    }
+    CPPUNIT_ASSERT(shrunk > 0);  // the placement does shrink such jobs without the bound
+    PlannerConfig bad;
+    bad.fairness = -1;
+    CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
   }
 };
 

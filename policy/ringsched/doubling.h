@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,17 +22,26 @@ struct DoublingJob {
   int current_gpus = 0;        // size it runs at now (running only)
   double last_resize_s = -1e18;
   std::function<double(int)> speed;  // iterations/s on n GPUs; 0: cannot run on n
+  // Ours, beyond the paper: finish-time fairness. fair_time_s is the run time left within which
+  // the job still finishes by its fair deadline (bound x its run time alone at its requested
+  // size, counted from submission; <= 0: already late; infinite: no deadline). After admission
+  // and before the doubling, GPUs left over go first to the jobs that would miss it, the
+  // furthest behind first, one doubling at a time up to fair_max_gpus (its requested size).
+  double fair_time_s = std::numeric_limits<double>::infinity();
+  int fair_max_gpus = 0;
 };
 
 struct DoublingResult {
   std::vector<int> gpus;             // per job, 0 = waits
   std::vector<std::string> reasons;  // per job, one sentence
+  std::vector<int> fair_gpus;        // per job, the size the fairness pass raised it to (0: none)
   double objective_s = 0;            // sum over jobs that run of R_j / v_j(n_j) (+ C if resized)
 };
 
 // Step 1 gives jobs their minimum in `order` (indices into jobs, first = highest priority) while
-// GPUs last; step 2 doubles the job with the largest time improvement per added GPU; step 3
-// applies hysteresis to running jobs (costs.min_gain_multiple, costs.min_interval_s at now_s).
+// GPUs last; then the fairness pass (DoublingJob::fair_time_s); step 2 doubles the job with the
+// largest time improvement per added GPU; step 3 applies hysteresis to running jobs
+// (costs.min_gain_multiple, costs.min_interval_s at now_s).
 DoublingResult doubling_heuristic(const std::vector<DoublingJob>& jobs, const std::vector<int>& order,
                                   int total_gpus, const ResizeCosts& costs, double now_s);
 

@@ -38,6 +38,11 @@ struct PlannerConfig {
   // of the time w a job has waited: key = t^2 / (t + aging * w). A waiting job's key falls
   // towards 0, so none starves; 0: pure shortest remaining time first.
   double aging = 1.0;
+  // Finish-time fairness bound F (doubling and combined; 0: off). A job that would finish later
+  // than F x its run time alone at its requested size, counted from its submission, gets GPUs
+  // left over after every job's minimum before any other job doubles, up to its requested size
+  // (DoublingJob::fair_time_s). Combined's placement then keeps it at that size or above.
+  double fairness = 1.0;
 };
 
 struct Placement {
