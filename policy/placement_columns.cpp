@@ -2,9 +2,10 @@
 // valued once. All of them when the job's mixes are few (every split of a size over its allowed
 // types: what the MIPs enumerate); else every single type, every split between two types and the
 // fill of the fastest types first. When the work budget cannot pay for every job's columns, each
-// job keeps its smallest size and those from half to twice its seed count, and splits on a
-// coarser grid. Columns that another beats on both counts (no more GPUs of any type) and finish
-// time are dropped: no optimum needs them.
+// job keeps all of them for its smallest size and those from half to twice its seed count, with
+// splits on a coarser grid, and only the single types and the fastest fill for its other sizes.
+// Columns that another beats on both counts (no more GPUs of any type) and finish time are
+// dropped: no optimum needs them.
 #include <algorithm>
 #include <cmath>
 
@@ -107,9 +108,10 @@ void TypeLevelSearch::prune_dominated(Columns& cols) const {
 
 bool TypeLevelSearch::make_columns() {
   columns_.assign(jobs_.size(), Columns{});
-  // Every size, unless an eighth of the budget cannot pay for all of them: then the smallest and
-  // those from half to twice the seed count. (Valuing the columns, two dives and the node
-  // phase's look at every column then take about half of the budget.)
+  // Every size's mixes, unless an eighth of the budget cannot pay for all of them: then those of
+  // the smallest size and of the sizes from half to twice the seed count, the other sizes on one
+  // type each. (Valuing the columns, two dives and the node phase's look at every column then
+  // take about half of the budget.)
   long all = 0;
   for (int j : jobs_)
     for (int n : sizes_[j]) {
@@ -123,14 +125,17 @@ bool TypeLevelSearch::make_columns() {
   for (size_t i = 0; i < jobs_.size(); ++i) {
     int j = jobs_[i];
     int around = seed_[j] > 0 ? seed_[j] : sizes_[j].front();
-    std::vector<int> kept;
+    std::vector<int> kept, rest;
     for (int n : sizes_[j])  // the smallest size always: the others may need the room
-      if (!windowed || n == sizes_[j].front() || (2 * n >= around && n <= 2 * around))
-        kept.push_back(n);
-    if (kept.size() < sizes_[j].size()) complete_ = false;
+      (!windowed || n == sizes_[j].front() || (2 * n >= around && n <= 2 * around) ? kept : rest)
+          .push_back(n);
     long allowance =
         windowed ? std::max<long>(8, share / static_cast<long>(kept.size())) : kAllMixes;
     for (int n : kept) add_columns(static_cast<int>(i), n, allowance, columns_[i]);
+    // The sizes outside the window on one type each and the fastest fill (allowance 1: the
+    // coarsest grid of splits): a job the seed made large may do better smaller, on fewer nodes.
+    for (int n : rest) add_columns(static_cast<int>(i), n, 1, columns_[i]);
+    if (!rest.empty()) complete_ = false;
     prune_dominated(columns_[i]);
     if (columns_[i].size() == 0) return false;
     reserve_ += 2 * columns_[i].size();
