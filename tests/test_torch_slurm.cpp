@@ -12,6 +12,7 @@
 
 #include "slurm_test_cluster.h"
 #include "test_util.h"
+#include "torch_skip.h"
 
 namespace {
 
@@ -37,6 +38,10 @@ class TorchSlurmTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE_END();
 
  public:
+  void setUp() override {
+    if (!torch_missing(kPython).empty()) RINGSCHED_SKIP(torch_missing(kPython));
+  }
+
   void pytorch_resize_on_slurm_matches_uninterrupted_run() {
     ringtest::SlurmTestCluster::ensure_user(kOwner);
     auto& cluster = ringtest::SlurmTestCluster::get("torch", true);

@@ -19,6 +19,7 @@
 
 #include "checkpoint.h"
 #include "loopback.h"
+#include "process_util.h"
 #include "profile_report.h"
 #include "ringsched/throughput.h"
 #include "test_util.h"
@@ -28,57 +29,12 @@ namespace {
 const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
 const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
 
-// Runs a shell command, returns its exit status and combined output.
-int run(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 size_t line_count(const std::string& path) {
   std::ifstream in(path);
   size_t n = 0;
   std::string l;
   while (std::getline(in, l)) n++;
   return n;
-}
-
-bool wait_for(const std::function<bool()>& cond, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
-}
-
-// Starts a command in the background (own process group); returns its pid.
-pid_t spawn(const std::string& cmd, const std::string& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    execl("/bin/sh", "sh", "-c", (cmd + " >" + log + " 2>&1").c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_status(pid_t pid) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Environment for a single worker started without ringrun.

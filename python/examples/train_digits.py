@@ -44,11 +44,28 @@ def parse_args():
     return p.parse_args()
 
 
+def load_digits_arrays():
+    """load_digits' images (N, 8, 8) and targets, read from the file python3-sklearn ships
+    (sklearn/datasets/data/digits.csv.gz: 64 pixels and the digit per row) without importing
+    sklearn: that import (scipy with it) costs each rank about a second of CPU, as much as torch's
+    own on a loaded machine. sklearn's loader where the file is not where it keeps it."""
+    import importlib.util
+    import os
+    import numpy as np
+    spec = importlib.util.find_spec("sklearn")
+    path = os.path.join(os.path.dirname(spec.origin), "datasets", "data", "digits.csv.gz") if spec else ""
+    if not os.path.isfile(path):
+        from sklearn.datasets import load_digits
+        d = load_digits()
+        return d.images, d.target
+    data = np.loadtxt(path, delimiter=",")
+    return data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(int)
+
+
 def load_digits_split(seed=0):
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0
-    y = torch.tensor(d.target, dtype=torch.int64)
+    images, target = load_digits_arrays()
+    x = torch.tensor(images, dtype=torch.float32).unsqueeze(1) / 16.0
+    y = torch.tensor(target, dtype=torch.int64)
     g = torch.Generator()
     g.manual_seed(seed)
     order = torch.randperm(len(y), generator=g)
