@@ -4,23 +4,30 @@
 # seeds, under every policy; then one summary table, worst case first (issue 15, point 2).
 # Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]
+#     [--links INTRA,INTER]
 # Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on its first cluster (about
 # 10 minutes of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
 # 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
+# --links INTRA,INTER: every node's link speeds in GB/s (default: the cluster CSV's defaults,
+# 100 and 12.5); e.g. 100,100 takes the placement's locality charge out (ringsim charges none).
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
 # avg JCT over the best other policy's and over Tiresias's, per scenario), one JSON report per run.
 set -eu
 RINGSIM=${RINGSIM:-sim/ringsim}
 DATA=${RINGSCHED_SHARED_DATA:-../shared/data}
-OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]}
+OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER]}
 shift
 FULL=0
+LINKS=
 POLICIES=fifo,tiresias,optimus,besttype,static,doubling,hetero,combined
 while [ $# -gt 0 ]; do
   case $1 in
   --full) FULL=1 ;;
   --policies) POLICIES=${2:?--policies needs a list}; shift ;;
+  --links) LINKS=${2:?--links needs INTRA,INTER}; shift
+    echo "$LINKS" | grep -Eq '^[0-9]+([.][0-9]+)?,[0-9]+([.][0-9]+)?$' ||
+      { echo "sweep.sh: --links wants two speeds in GB/s, INTRA,INTER (got '$LINKS')" >&2; exit 2; } ;;
   *) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -36,9 +43,10 @@ RUN="nice -n 10 $RINGSIM"
 # ITP jobs ask for up to 64 GPUs of one type.
 cluster_csv() {  # name, then TYPE:NODES:GPUS_PER_NODE ...
   f="$OUT/clusters/$1.csv"; shift
-  echo "node,gpu_type,gpus" > "$f"
+  if [ -n "$LINKS" ]; then echo "node,gpu_type,gpus,intra_gbps,inter_gbps"; else echo "node,gpu_type,gpus"; fi > "$f"
   for part in "$@"; do
-    echo "$part" | awk -F: '{ for (i = 0; i < $2; ++i) printf "%s-%d-%d,%s,%d\n", $1, $3, i, $1, $3 }' >> "$f"
+    echo "$part" | awk -F: -v L="${LINKS:+,$LINKS}" \
+      '{ for (i = 0; i < $2; ++i) printf "%s-%d-%d,%s,%d%s\n", $1, $3, i, $1, $3, L }' >> "$f"
   done
 }
 cluster_csv v100x4 v100:16:4                        # homogeneous, 4-GPU nodes
