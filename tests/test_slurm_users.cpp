@@ -64,14 +64,15 @@ class UserDir {
   std::string path_;
 };
 
-// The job script of a ringrun-train job: `exec ringrun` unless `exec_ringrun` is false.
+// The job script of a ringrun-train job: `exec ringrun` unless `exec_ringrun` is false; each
+// worker runs `worker_prefix` followed by ringrun-train's command line.
 std::string train_script(const std::string& model, int steps, const std::string& loss, bool exec_ringrun = true,
-                         const std::string& ringrun_options = "") {
+                         const std::string& ringrun_options = "", const std::string& worker_prefix = "") {
   const std::string stage = cluster().dir() + "/stage";
   return "#!/bin/sh\n" + cluster().stage_env() + "\n" + (exec_ringrun ? "exec " : "") + stage +
-         "/ringrun --model=" + model + " --profiles=" + stage + "/gavel.csv " + ringrun_options + " -- " + stage +
-         "/ringrun-train --steps=" + std::to_string(steps) + " --log-every=100000 --emulate-model=" + model +
-         " --loss-log=" + loss + "\n";
+         "/ringrun --model=" + model + " --profiles=" + stage + "/gavel.csv " + ringrun_options + " -- " +
+         worker_prefix + stage + "/ringrun-train --steps=" + std::to_string(steps) +
+         " --log-every=100000 --emulate-model=" + model + " --loss-log=" + loss + "\n";
 }
 
 bool wait_state(unsigned job, const std::string& state, double seconds) {
@@ -272,7 +273,12 @@ class SlurmUsersTest : public CppUnit::TestFixture {
     UserDir scratch("root", "1777");
     UserDir w(kOwner, "755");
     const std::string loss = w.path() + "/loss", out = w.path() + "/job.out";
-    const std::string script = w.write(kOwner, "job.sh", train_script("resnet50-b64", 400, loss));
+    // Rank 1 starts 3 s late: libringrt's rendezvous port is open only until every rank has
+    // joined (a few ms when both start at once), so without the delay the flood below could miss
+    // it altogether ('connections made: 0') and prove nothing; with it rank 0 waits for rank 1
+    // with the port flooded, which is the attack.
+    const std::string late_rank1 = "/bin/sh -c '[ \"$RINGRT_RANK\" != 1 ] || sleep 3; exec \"$0\" \"$@\"' ";
+    const std::string script = w.write(kOwner, "job.sh", train_script("resnet50-b64", 400, loss, true, "", late_rank1));
     std::string msg;
     const unsigned job = cluster().submit_as(kOwner,
                                              "--hold -o " + out + " --ring-model=resnet50-b64 --ring-gpus=2 --ring-fixed " + script,
