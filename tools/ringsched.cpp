@@ -1,7 +1,5 @@
 // ringsched: what the ring scheduler decided and why. Reads the plan that priority/ringsched
 // writes (PlanFile in ringsched.conf) and the profiles the policy uses. See ringsched(8).
-#include <jansson.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "configured_policy.h"
+#include "plan_file.h"
 #include "ringsched_conf.h"
 
 namespace {
@@ -41,140 +40,74 @@ std::string default_conf() {
   return "/etc/slurm/ringsched.conf";
 }
 
-const char* str(json_t* o, const char* key) {
-  json_t* v = json_object_get(o, key);
-  return json_is_string(v) ? json_string_value(v) : "";
-}
-long long num(json_t* o, const char* key) {
-  json_t* v = json_object_get(o, key);
-  return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? static_cast<long long>(json_real_value(v)) : 0;
-}
-double real(json_t* o, const char* key) {
-  json_t* v = json_object_get(o, key);
-  return json_is_number(v) ? json_number_value(v) : 0;
-}
-
-std::string shape(json_t* by_type) {
+// "4xv100+2xp100", or "-" for nothing.
+std::string shape(const std::map<std::string, int>& by_type) {
   std::string s;
-  const char* t;
-  json_t* n;
-  json_object_foreach(by_type, t, n) {
-    s += (s.empty() ? "" : "+") + std::to_string(json_integer_value(n)) + "x" + t;
-  }
+  for (const auto& [type, gpus] : by_type) s += (s.empty() ? "" : "+") + std::to_string(gpus) + "x" + type;
   return s.empty() ? "-" : s;
 }
 
-json_t* load_plan(const std::string& path) {
-  json_error_t err;
-  json_t* root = json_load_file(path.c_str(), 0, &err);
-  if (!root) {
-    throw ringsched::InputError(path, err.line, std::string("cannot read the plan: ") + err.text +
-                                                    " (is priority/ringsched running?)");
-  }
-  if (!json_is_object(root) || !json_is_object(json_object_get(root, "plan"))) {
-    json_decref(root);
-    throw ringsched::InputError(path, 0, "not a ringsched plan (no \"plan\" object)");
-  }
-  return root;
-}
-
-json_t* plan_row(json_t* root, const std::string& id) {
-  json_t* jobs = json_object_get(json_object_get(root, "plan"), "jobs");
-  size_t i;
-  json_t* j;
-  json_array_foreach(jobs, i, j) if (id == str(j, "job_id")) return j;
-  return nullptr;
-}
-
-json_t* job_row(json_t* root, const std::string& id) {
-  size_t i;
-  json_t* j;
-  json_array_foreach(json_object_get(root, "jobs"), i, j) if (id == str(j, "job_id")) return j;
-  return nullptr;
-}
-
 int cmd_status(const std::string& plan_path) {
-  json_t* root = load_plan(plan_path);
-  const long long at = num(root, "generated_at");
-  json_t* plan = json_object_get(root, "plan");
-  std::printf("plan: %s, policy %s, %lld s old, decided in %.2f ms\n", plan_path.c_str(),
-              str(plan, "policy"), static_cast<long long>(std::time(nullptr)) - at,
-              real(plan, "decision_ms"));
+  const ringsched::PlanFile pf = ringsched::read_plan_file(plan_path);
+  std::printf("plan: %s, policy %s, %lld s old, decided in %.2f ms\n", plan_path.c_str(), pf.plan.policy.c_str(),
+              static_cast<long long>(std::time(nullptr)) - pf.generated_at, pf.plan.decision_ms);
   std::map<std::string, std::pair<long long, long long>> by_type;
-  size_t i;
-  json_t* n;
-  json_array_foreach(json_object_get(root, "cluster"), i, n) {
-    auto& t = by_type[str(n, "gpu_type")];
-    t.first += num(n, "free_gpus");
-    t.second += num(n, "gpus");
+  for (const ringsched::PlanFileNode& n : pf.cluster) {
+    auto& t = by_type[n.gpu_type];
+    t.first += n.free_gpus;
+    t.second += n.gpus;
   }
   std::printf("GPUs the planner may give to ring jobs (free + held by ring jobs):");
   for (const auto& [t, c] : by_type) std::printf(" %s %lld/%lld", t.c_str(), c.first, c.second);
   std::printf("\n\n%-8s %-8s %-20s %-7s %-10s %-10s %-5s %s\n", "JOBID", "STATE", "MODEL", "GPUS",
               "NOW", "PLANNED", "ORDER", "ACTION");
-  json_t* j;
-  json_array_foreach(json_object_get(root, "jobs"), i, j) {
-    json_t* p = plan_row(root, str(j, "job_id"));
+  for (const ringsched::PlanFileJob& j : pf.jobs) {
+    const ringsched::JobPlan* p = pf.plan.find(j.job_id);
     // A pending job holds nothing yet: its request is not what it has "now".
-    const bool job_running = std::string(str(j, "state")) == "running";
-    const std::string now = job_running && num(j, "current_gpus") > 0
-                                ? std::to_string(num(j, "current_gpus")) + "x" + str(j, "current_type")
-                                : "-";
-    const std::string range = std::to_string(num(j, "min_gpus")) + "-" + std::to_string(num(j, "max_gpus"));
+    const std::string now =
+        j.running && j.current_gpus > 0 ? std::to_string(j.current_gpus) + "x" + j.current_type : "-";
+    const std::string range = std::to_string(j.min_gpus) + "-" + std::to_string(j.max_gpus);
     std::string action = "not planned (model unknown)";
     std::string planned = "-", order = "-";
     if (p) {
-      planned = shape(json_object_get(p, "gpus_by_type"));
-      order = std::to_string(num(p, "order"));
-      const bool runs = json_is_true(json_object_get(p, "runs"));
-      const bool running = std::string(str(j, "state")) == "running";
-      action = !runs ? "waits" : json_is_true(json_object_get(p, "resize")) ? "resize"
-               : running ? "keeps" : "starts";
+      planned = shape(p->gpus_by_type);
+      order = std::to_string(p->order);
+      action = !p->runs ? "waits" : p->resize ? "resize" : j.running ? "keeps" : "starts";
     }
-    std::printf("%-8s %-8s %-20s %-7s %-10s %-10s %-5s %s\n", str(j, "job_id"), str(j, "state"),
-                str(j, "model"), range.c_str(), now.c_str(), planned.c_str(), order.c_str(),
-                action.c_str());
+    std::printf("%-8s %-8s %-20s %-7s %-10s %-10s %-5s %s\n", j.job_id.c_str(), j.running ? "running" : "pending",
+                j.model.c_str(), range.c_str(), now.c_str(), planned.c_str(), order.c_str(), action.c_str());
   }
-  json_decref(root);
   return 0;
 }
 
 int cmd_explain(const std::string& plan_path, const std::string& id) {
-  json_t* root = load_plan(plan_path);
-  json_t* j = job_row(root, id);
-  json_t* p = plan_row(root, id);
+  const ringsched::PlanFile pf = ringsched::read_plan_file(plan_path);
+  const ringsched::PlanFileJob* j = pf.job(id);
+  const ringsched::JobPlan* p = pf.plan.find(id);
   if (!j) {
     std::fprintf(stderr, "ringsched: job %s is not a pending or running ring job in %s\n", id.c_str(),
                  plan_path.c_str());
-    json_decref(root);
     return 1;
   }
-  std::printf("job %s: %s, model %s, GPUs %lld-%lld, %s\n", id.c_str(), str(j, "state"), str(j, "model"),
-              num(j, "min_gpus"), num(j, "max_gpus"),
-              json_is_true(json_object_get(j, "elastic")) ? "elastic" : "fixed size");
-  if (num(j, "current_gpus") > 0)
-    std::printf("  %s %lld x %s\n", std::string(str(j, "state")) == "running" ? "now:     " : "asks for:",
-                num(j, "current_gpus"), str(j, "current_type"));
-  std::printf("  progress: %.0f of %.0f iterations left (estimated)\n", real(j, "remaining"),
-              real(j, "iterations"));
+  std::printf("job %s: %s, model %s, GPUs %d-%d, %s\n", id.c_str(), j->running ? "running" : "pending",
+              j->model.c_str(), j->min_gpus, j->max_gpus, j->elastic ? "elastic" : "fixed size");
+  if (j->current_gpus > 0)
+    std::printf("  %s %d x %s\n", j->running ? "now:     " : "asks for:", j->current_gpus, j->current_type.c_str());
+  std::printf("  progress: %.0f of %.0f iterations left (estimated)\n", j->remaining, j->iterations);
   if (!p) {
-    std::printf("  plan:     none (the policy knows nothing of model %s)\n", str(j, "model"));
+    std::printf("  plan:     none (the policy knows nothing of model %s)\n", j->model.c_str());
   } else {
-    std::printf("  plan:     %s, order %lld%s\n", shape(json_object_get(p, "gpus_by_type")).c_str(),
-                num(p, "order"), json_is_true(json_object_get(p, "resize")) ? ", resize requested" : "");
-    size_t i;
-    json_t* pl;
-    json_array_foreach(json_object_get(p, "placement"), i, pl)
-      std::printf("  place:    %s: %lld x %s\n", str(pl, "node"), num(pl, "gpus"), str(pl, "gpu_type"));
-    if (real(p, "predicted_iters_per_s") > 0)
-      std::printf("  speed:    %.3f iterations/s predicted, done in %.0f s\n",
-                  real(p, "predicted_iters_per_s"), real(p, "predicted_finish_s"));
-    if (real(p, "spb_depth") > 0 && real(p, "spb_depth") < 1)
-      std::printf("  spb:      mean backprop depth %.2f\n", real(p, "spb_depth"));
-    std::printf("  why:      %s\n", str(p, "reason"));
+    std::printf("  plan:     %s, order %d%s\n", shape(p->gpus_by_type).c_str(), p->order,
+                p->resize ? ", resize requested" : "");
+    for (const ringsched::Placement& pl : p->placement)
+      std::printf("  place:    %s: %d x %s\n", pl.node.c_str(), pl.gpus, pl.gpu_type.c_str());
+    if (p->predicted_iters_per_s > 0)
+      std::printf("  speed:    %.3f iterations/s predicted, done in %.0f s\n", p->predicted_iters_per_s,
+                  p->predicted_finish_s);
+    if (p->spb_depth > 0 && p->spb_depth < 1) std::printf("  spb:      mean backprop depth %.2f\n", p->spb_depth);
+    std::printf("  why:      %s\n", p->reason.c_str());
   }
-  if (*str(j, "admin_comment")) std::printf("  recorded: %s\n", str(j, "admin_comment"));
-  json_decref(root);
+  if (!j->admin_comment.empty()) std::printf("  recorded: %s\n", j->admin_comment.c_str());
   return 0;
 }
 

@@ -14,11 +14,9 @@
 //      requeued with a hold for it: the shape recorded in AdminComment, then release. The job's
 //      owner only ever checkpoints and requeues; GPU counts and types change here, as SlurmUser
 //      (ringsched(8), RESIZES);
-//   5. the plan is written as JSON (tmp + rename) for ringsched(8).
+//   5. the plan is written to PlanFile (plan_file.h) for ringsched(8).
 // No C++ exception crosses into slurmctld; with a bad ringsched.conf the plugin runs neutral
 // (age-based priorities only) and slurmctld keeps running.
-#include <jansson.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "plan_file.h"
 #include "policy_holder.h"
 #include "resize_note.h"
 #include "ring_request.h"
@@ -714,46 +713,34 @@ void PlanningThread::write_plan(const ringsched::ConfiguredPolicy& policy, const
            "/ringsched_plan.json";
     unlock_slurmctld(conf_read);
   }
-  json_t* root = json_object();
-  json_object_set_new(root, "generated_at", json_integer(static_cast<json_int_t>(snap.now_s)));
-  json_object_set_new(root, "config", json_string(policy.conf().path.c_str()));
-  json_t* nodes = json_array();
-  for (const auto& n : snap.cluster.nodes) {
-    json_t* o = json_object();
-    json_object_set_new(o, "node", json_string(n.name.c_str()));
-    json_object_set_new(o, "gpu_type", json_string(n.gpu_type.c_str()));
-    json_object_set_new(o, "gpus", json_integer(n.gpus));
-    json_object_set_new(o, "free_gpus", json_integer(n.usable()));
-    json_array_append_new(nodes, o);
-  }
-  json_object_set_new(root, "cluster", nodes);
-  json_t* jobs = json_array();
+  ringsched::PlanFile out;
+  out.generated_at = static_cast<long long>(snap.now_s);
+  out.config = policy.conf().path;
+  for (const auto& n : snap.cluster.nodes) out.cluster.push_back({n.name, n.gpu_type, n.gpus, n.usable()});
   for (const auto& [id, r] : ring) {
-    json_t* o = json_object();
-    json_object_set_new(o, "job_id", json_string(id.c_str()));
-    json_object_set_new(o, "state", json_string(r.running ? "running" : "pending"));
-    json_object_set_new(o, "model", json_string(r.request.model.c_str()));
-    json_object_set_new(o, "min_gpus", json_integer(r.request.min_gpus));
-    json_object_set_new(o, "max_gpus", json_integer(r.request.max_gpus));
-    json_object_set_new(o, "elastic", json_boolean(r.request.is_elastic()));
-    json_object_set_new(o, "current_type", json_string(r.shape.type.c_str()));
-    json_object_set_new(o, "current_gpus", json_integer(r.shape.gpus));
-    if (const ringsched::Job* j = find_job(snap, id)) {
-      json_object_set_new(o, "iterations", json_real(j->iterations));
-      json_object_set_new(o, "remaining", json_real(j->remaining));
+    ringsched::PlanFileJob j;
+    j.job_id = id;
+    j.running = r.running;
+    j.model = r.request.model;
+    j.min_gpus = r.request.min_gpus;
+    j.max_gpus = r.request.max_gpus;
+    j.elastic = r.request.is_elastic();
+    j.current_type = r.shape.type;
+    j.current_gpus = r.shape.gpus;
+    if (const ringsched::Job* planned = find_job(snap, id)) {
+      j.has_progress = true;
+      j.iterations = planned->iterations;
+      j.remaining = planned->remaining;
     }
-    json_object_set_new(o, "admin_comment", json_string(r.admin_comment.c_str()));
-    json_array_append_new(jobs, o);
+    j.admin_comment = r.admin_comment;
+    out.jobs.push_back(std::move(j));
   }
-  json_object_set_new(root, "jobs", jobs);
-  json_error_t err;
-  json_t* planned = json_loads(ringsched::plan_to_json(plan).c_str(), 0, &err);
-  json_object_set_new(root, "plan", planned ? planned : json_null());
-  const std::string tmp = path + ".tmp";
-  if (json_dump_file(root, tmp.c_str(), JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
-      std::rename(tmp.c_str(), path.c_str()) != 0)
-    error("priority/ringsched: cannot write the plan to %s", path.c_str());
-  json_decref(root);
+  out.plan = plan;
+  try {
+    ringsched::write_plan_file(path, out);
+  } catch (const ringsched::InputError& e) {
+    error("priority/ringsched: %s", e.what());
+  }
 }
 
 }  // namespace
