@@ -151,6 +151,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testElasticGrowsThenShrinksDoubling);
   CPPUNIT_TEST(testOrderingFollowsPlan);
   CPPUNIT_TEST(testCliExplainsJobs);
+  CPPUNIT_TEST(testSprioListsPendingRingJobs);
   CPPUNIT_TEST(testSurvivesBadConfig);
   CPPUNIT_TEST(testRestartWithJobsInFlight);
   CPPUNIT_TEST(testPendingReshapedAtMostOncePerInterval);
@@ -356,6 +357,63 @@ class SlurmClusterTest : public CppUnit::TestFixture {
                                            waiting.out.find("now:") == std::string::npos);
     const auto missing = cluster().run(cli + " explain 999999");
     CPPUNIT_ASSERT(missing.rc != 0);
+  }
+
+  // sprio lists pending ring jobs with their priority and its parts (issue 14.6: it listed none):
+  // a ring job the plan starts has its whole priority as the site factor (1000000 - its place in
+  // the plan's order); any other pending job the age band's base (1000) as site and the minutes
+  // it waited as age. Held jobs are not listed, as sprio does for every priority plugin.
+  void testSprioListsPendingRingJobs() {
+    const unsigned hog = hold_all_cpus();
+    CPPUNIT_ASSERT(hog > 0);
+    std::vector<unsigned> ring;
+    for (const char* args : {"--ring-model=resnet18-b16 --ring-gpus=1-4", "--ring-model=lm-b20 --ring-gpus=1"}) {
+      std::string out;
+      ring.push_back(cluster().submit(std::string(args) + " --wrap true", &out));
+      CPPUNIT_ASSERT_MESSAGE(out, ring.back() > 0);
+    }
+    const unsigned plain = cluster().submit("--gres=gpu:k80:1 --wrap true");
+    const unsigned held = cluster().submit("--hold --ring-model=resnet50-b64 --ring-gpus=2 --ring-fixed --wrap true");
+    CPPUNIT_ASSERT(plain > 0 && held > 0);
+    // Once the plan starts both ring jobs, their priorities are the plan's band.
+    PlanView v;
+    CPPUNIT_ASSERT_MESSAGE("the plan does not start the ring jobs", SlurmTestCluster::wait_for([&] {
+      v = read_plan();
+      for (unsigned id : ring)
+        if (!v.jobs[std::to_string(id)].runs || std::stol("0" + cluster().job_field(id, "Priority")) < 100000)
+          return false;
+      return true;
+    }, 20));
+    // JOBID PRIORITY SITE AGE, one line per pending job, no header.
+    std::map<unsigned, std::vector<long>> rows;
+    std::string text;
+    const bool listed = SlurmTestCluster::wait_for([&] {
+      const auto r = cluster().run("sprio -h -o '%i %Y %S %A'");
+      text = r.out;
+      rows.clear();
+      std::istringstream in(r.out);
+      unsigned id;
+      long prio, site, age;
+      while (in >> id >> prio >> site >> age) rows[id] = {prio, site, age};
+      return r.rc == 0 && rows.count(ring[0]) && rows.count(ring[1]) && rows.count(plain);
+    }, 15);
+    CPPUNIT_ASSERT_MESSAGE("sprio does not list the pending jobs:\n" + text, listed);
+    CPPUNIT_ASSERT_MESSAGE("sprio lists a held job:\n" + text, !rows.count(held));
+    v = read_plan();
+    for (unsigned id : ring) {
+      const std::vector<long>& row = rows[id];
+      const long prio = std::stol("0" + cluster().job_field(id, "Priority"));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(text, prio, row[0]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(text, 1000000L - v.jobs[std::to_string(id)].order, row[1]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(text, 0L, row[2]);
+    }
+    const std::vector<long>& p = rows[plain];
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(text, std::stol("0" + cluster().job_field(plain, "Priority")), p[0]);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(text, 1000L, p[1]);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(text, p[0] - 1000, p[2]);
+    // sprio -j asks slurmctld for one job (22.05 filters in the plugin).
+    const auto one = cluster().run("sprio -h -o '%i' -j " + std::to_string(ring[1]));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(one.out, std::to_string(ring[1]) + "\n", one.out.substr(one.out.find_first_not_of(' ')));
   }
 
   void testSurvivesBadConfig() {

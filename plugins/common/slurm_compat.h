@@ -73,4 +73,17 @@ namespace ringsched {
 // job_submit's job_modify; `err_msg` (null on 22.05, which has none) reaches the user.
 int job_submit_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid,
                       char** err_msg);
+
+// The parts of a pending job's priority as priority/ringsched set it, for sprio (the factors list
+// is built per version in slurm_compat_priority.cpp): `site` is the band (the plan's, or the age
+// band's base), `age` the minutes waited on top of it; `direct` when an admin set the priority.
+// site + age == the job's priority.
+struct PriorityParts {
+  uint32_t site = 0;
+  uint32_t age = 0;
+  bool direct = false;
+};
+// Whether sprio lists `job` to `uid` (pending, eligible, not held, in a partition, visible to
+// `uid` under PrivateData=jobs), and its parts. Called with the job and partition read locks held.
+bool priority_parts(const job_record_t* job, uid_t uid, time_t now, PriorityParts* parts);
 }  // namespace ringsched

@@ -68,6 +68,11 @@ uint32_t age_priority(time_t submit, time_t now) {
   return kAgeBase + static_cast<uint32_t>(std::min<long>(minutes, kAgeCap));
 }
 
+// The priority step 3 gave each pending ring job the plan starts (job id -> priority), for sprio.
+// Guarded by slurmctld's job lock: written under its write lock with the priorities themselves,
+// read under its read lock, so it always agrees with them.
+std::map<uint32_t, uint32_t> g_plan_priority;
+
 struct RingJobRecord {
   uint32_t id = 0;
   bool running = false;
@@ -562,6 +567,7 @@ void PlanningThread::set_priorities(const RoundInput& in, const RoundPlan& plann
     }
   }
   if (changed) last_job_update = now;
+  g_plan_priority = std::move(prio_of);
   unlock_slurmctld(job_write);
   if (changed) queue_job_scheduler();
 }
@@ -765,6 +771,30 @@ extern "C" int fini(void) {
   delete g_thread;
   g_thread = nullptr;
   return SLURM_SUCCESS;
+}
+
+// sprio's view (slurm_compat_priority.cpp builds the list): a ring job the plan starts has its
+// whole priority in the site factor (kPlannedBase - its place in the plan's order); every other
+// pending job has the age band's base there and one point per minute waited as its age factor.
+bool ringsched::priority_parts(const job_record_t* job, uid_t uid, time_t now, PriorityParts* parts) {
+  if (!IS_JOB_PENDING(job) || IS_JOB_REVOKED(job) || job->priority == 0) return false;  // 0: held
+  if (!job->details || !job->details->begin_time || job->details->begin_time > now) return false;  // not eligible
+  if (!job->part_ptr && !job->part_ptr_list) return false;
+  if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job->user_id != uid && !validate_operator(uid))
+    return false;
+  *parts = PriorityParts{};
+  if (job->direct_set_prio) {
+    parts->direct = true;
+    return true;
+  }
+  auto planned = g_plan_priority.find(job->job_id);
+  if (planned != g_plan_priority.end() && planned->second == job->priority) {
+    parts->site = job->priority;
+  } else {
+    parts->site = std::min(job->priority, kAgeBase);
+    parts->age = job->priority - parts->site;
+  }
+  return true;
 }
 
 // New job (or requeue): age band now; the planning thread places ring jobs shortly after.
