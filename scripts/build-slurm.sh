@@ -9,26 +9,33 @@
 # The tarball is slurm-MAJOR-MINOR-*.tar.xz (SchedMD's release tags, e.g. slurm-26-05-3-1.tar.xz)
 # in $RINGSCHED_SLURM_TARBALLS (default: ../shared/slurm beside the checkout), checked against the
 # SHA256SUMS file there. The prefix is $RINGSCHED_SLURM_CACHE/slurm-VERSION-SHA (default cache:
-# ${XDG_CACHE_HOME:-~/.cache}/ringsched), SHA the first 12 hex digits of the tarball's SHA-256:
-# reused when it is complete, rebuilt when missing, half-built, or made from another tarball.
+# ${XDG_CACHE_HOME:-~/.cache}/ringsched, see below for root), SHA the first 12 hex digits of the tarball's SHA-256:
+# reused when it is complete, rebuilt when missing, half-built, made from another tarball or by an
+# older recipe of this script. Run as root, the default cache is /var/cache/ringsched instead:
+# the test cluster's ordinary users run the client commands and load libslurm from the prefix,
+# and root's home (0700) would hide them (their sbatch would then be another Slurm's, or none).
 # It holds the installed Slurm (bin/ sbin/ lib/ include/ lib/slurm/) and the configured source
 # tree the plugins compile against (source/, configure --with-slurm-src=PREFIX/source).
 #
-# Built: libslurm, slurmctld, slurmd, slurmstepd, sbatch, scontrol, squeue, srun, scancel, sinfo,
+# Built: libslurm, slurmctld, slurmd, slurmstepd, sbatch, scontrol, squeue, srun, scancel, sinfo, sprio,
 # the public headers, and the plugins scripts/testcluster.sh's slurm.conf loads (the list below).
 # Needs: a C compiler, make, libmunge-dev (scripts/install-deps.sh installs them).
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
 tarballs=${RINGSCHED_SLURM_TARBALLS:-$repo_root/../shared/slurm}
-cache=${RINGSCHED_SLURM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringsched}
+if [ "$(id -u)" = 0 ]; then default_cache=/var/cache/ringsched; else default_cache=${XDG_CACHE_HOME:-$HOME/.cache}/ringsched; fi
+cache=${RINGSCHED_SLURM_CACHE:-$default_cache}
+# Bump when the programs, plugins or options below change: a prefix built by another recipe is rebuilt.
+recipe=2
+umask 022  # the prefix is read by every user of the test cluster
 jobs=${RINGSCHED_SLURM_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 log() { echo "build-slurm: $*" >&2; }
 die() { echo "build-slurm: error: $*" >&2; exit 1; }
 
 # Client commands and daemons (directories of Slurm's src/), in build order.
-programs=(api slurmctld slurmd sbatch scontrol squeue srun scancel sinfo)
+programs=(api slurmctld slurmd sbatch scontrol squeue srun scancel sinfo sprio)
 # Plugins (directories of src/plugins/) that the daemons and commands of a test cluster load; those
 # a release lacks are skipped. By 24.11 the "none" plugins are gone (an unset type, or "x/none",
 # means none), and the daemons insist on others: prep/script, mpi/pmi2, certgen/script (25.11),
@@ -71,9 +78,10 @@ major_minor=${release%.*}
 prefix=$cache/slurm-$major_minor-${sha:0:12}
 marker=$prefix/.ringsched-built
 
+built() { [ -f "$marker" ] && grep -qx "recipe=$recipe" "$marker"; }
 if [ "$cmd" = path ]; then
   echo "$prefix"
-  [ -f "$marker" ]
+  built
   exit
 fi
 
@@ -84,10 +92,12 @@ if ! flock -n 9; then
   log "waiting for another build of $prefix"
   flock 9
 fi
-if [ -f "$marker" ]; then
+if built; then
   echo "$prefix"
   exit 0
 fi
+[ -f "$marker" ] && log "$prefix was built by an older recipe of this script: building it again"
+
 for other in "$cache"/slurm-"$major_minor"-*; do
   [ -d "$other" ] && [ "$other" != "$prefix" ] && log "note: $other is from another tarball (remove it when unused)"
 done
@@ -159,6 +169,7 @@ t_install=$(($(date +%s) - t0))
 
 {
   echo "release=$release"
+  echo "recipe=$recipe"
   echo "tarball=$name"
   echo "sha256=$sha"
   echo "configure_s=$t_configure"

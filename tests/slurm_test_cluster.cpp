@@ -74,6 +74,17 @@ SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
   setenv("RINGSCHED_CONF", conf_path().c_str(), 1);
   write_ringsched_conf("");
   up(plugins);
+  // Ordinary users must run these very commands: where they cannot (a prefix below /root),
+  // their shell would find another Slurm's sbatch on PATH, or none, and every test of theirs
+  // would fail with no hint why.
+  if (*RINGSCHED_SLURM_BINDIR) {
+    const std::string sbatch = std::string(RINGSCHED_SLURM_BINDIR) + "/sbatch";
+    const CommandResult r = shell("cd / && runuser -u nobody -- '" + sbatch + "' --version");
+    if (r.rc != 0)
+      throw std::runtime_error("ordinary users cannot run " + sbatch + " (" + r.out +
+                               "): build that Slurm where every user can read it (scripts/build-slurm.sh "
+                               "uses /var/cache/ringsched as root, RINGSCHED_SLURM_CACHE)");
+  }
 }
 
 void SlurmTestCluster::up(bool plugins) {
