@@ -10,7 +10,6 @@
 #include <set>
 #include <unordered_map>
 
-#include <jansson.h>
 
 #include "ringsched/doubling.h"
 #include "ringsched/free_gpus.h"
@@ -428,7 +427,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
-  // Jobs not yet placed (policies without the market, unknown models). Counts were decided on the
+  // Jobs not yet placed (policies without the placement, unknown models). Counts were decided on the
   // pooled cluster, so a count may not fit the GPU types and nodes that are left: then the job
   // takes the largest smaller size that fits (halving, down to its minimum) rather than waiting.
   for (int i : todo) {
@@ -571,45 +570,6 @@ Plan Planner::plan(const Snapshot& snap) const {
   plan.decision_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
-}
-
-std::string plan_to_json(const Plan& plan) {
-  json_t* root = json_object();
-  json_object_set_new(root, "policy", json_string(plan.policy.c_str()));
-  json_object_set_new(root, "objective_s", json_real(plan.objective_s));
-  json_object_set_new(root, "decision_ms", json_real(plan.decision_ms));
-  json_t* jobs = json_array();
-  for (const JobPlan& j : plan.jobs) {
-    json_t* o = json_object();
-    json_object_set_new(o, "job_id", json_string(j.job_id.c_str()));
-    json_object_set_new(o, "order", json_integer(j.order));
-    json_object_set_new(o, "runs", json_boolean(j.runs));
-    json_object_set_new(o, "gpus", json_integer(j.gpus));
-    json_t* bt = json_object();
-    for (const auto& [t, g] : j.gpus_by_type) json_object_set_new(bt, t.c_str(), json_integer(g));
-    json_object_set_new(o, "gpus_by_type", bt);
-    json_t* pl = json_array();
-    for (const Placement& p : j.placement) {
-      json_t* po = json_object();
-      json_object_set_new(po, "node", json_string(p.node.c_str()));
-      json_object_set_new(po, "gpu_type", json_string(p.gpu_type.c_str()));
-      json_object_set_new(po, "gpus", json_integer(p.gpus));
-      json_array_append_new(pl, po);
-    }
-    json_object_set_new(o, "placement", pl);
-    json_object_set_new(o, "resize", json_boolean(j.resize));
-    json_object_set_new(o, "spb_depth", json_real(j.spb_depth));
-    json_object_set_new(o, "predicted_iters_per_s", json_real(j.predicted_iters_per_s));
-    json_object_set_new(o, "predicted_finish_s", json_real(j.predicted_finish_s));
-    json_object_set_new(o, "reason", json_string(j.reason.c_str()));
-    json_array_append_new(jobs, o);
-  }
-  json_object_set_new(root, "jobs", jobs);
-  char* s = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
-  std::string out = s ? s : "{}";
-  free(s);
-  json_decref(root);
-  return out;
 }
 
 }  // namespace ringsched

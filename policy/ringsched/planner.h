@@ -18,7 +18,7 @@ class SimilarityModel;
 enum class Policy {
   Static,        // requested sizes, best type first, no resizing (reference point)
   Doubling,      // doubling heuristic on the fastest allowed type (DESIGN 3.2)
-  Hetero,        // heterogeneity-aware placement: categories + market + sampling (3.3)
+  Hetero,        // heterogeneity-aware placement: per-type columns, Lagrangian prices, nodes (3.3)
   Combined,      // doubling seeds the categories, hetero placement decides (ours, default)
 };
 const char* policy_name(Policy p);
@@ -95,8 +95,5 @@ class Planner {
   PlannerConfig config_;
   std::shared_ptr<const SimilarityModel> similarity_;
 };
-
-// JSON form of a plan (what the plugin writes and the CLI reads).
-std::string plan_to_json(const Plan& plan);
 
 }  // namespace ringsched
