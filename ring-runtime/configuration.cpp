@@ -3,6 +3,7 @@
 #include "configuration.h"
 
 #include "backends.h"
+#include "bounded_int.h"
 #include "environment.h"
 #include "sockets.h"
 
@@ -20,10 +21,8 @@ namespace ringrt {
 
 rr parse_int(const char* name, const char* text, long lo, long hi, long* out) {
   if (!text) return fail(RINGRT_ERR_CONFIG, -1, "%s is not set", name);
-  errno = 0;
-  char* end = nullptr;
-  long v = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi)
+  long v = 0;
+  if (!ringsched::parse_long(text, lo, hi, &v))
     return fail(RINGRT_ERR_CONFIG, -1, "%s=\"%s\" is not an integer in [%ld, %ld]", name, text, lo, hi);
   *out = v;
   return RINGRT_OK;

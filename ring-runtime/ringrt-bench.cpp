@@ -1,6 +1,7 @@
 // ringrt-bench -- allreduce benchmark in the style of nccl-tests: for each size it prints the
 // median time of the iterations, algbw = size / time and busbw = algbw * 2(n-1)/n. The ranks
 // are forked as separate processes on this machine and meet through libringrt's own rendezvous.
+#include "bounded_int.h"
 #include "loopback.h"
 #include "ringrt.h"
 
@@ -42,6 +43,11 @@ void usage(FILE* f) {
                "over the iterations (each after a barrier; adaptive count unless --iters), algbw = S/t\n"
                "and busbw = algbw * 2(n-1)/n in GB/s, as nccl-tests does. Sizes accept K, M, G.\n"
                "--hosts gives each rank a node name (RINGRT_HOSTNAME) to exercise the hierarchical ring.\n");
+}
+
+int bad_number(const char* option, const char* text, long lo, long hi) {
+  std::fprintf(stderr, "ringrt-bench: -%s '%s': expected a whole number in %ld..%ld\n", option, text, lo, hi);
+  return 2;
 }
 
 size_t parse_size(const char* s) {
@@ -152,13 +158,13 @@ int main(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, "n:b:a:e:f:i:p:H:Ch", longopts, nullptr)) != -1) {
     switch (c) {
-      case 'n': o.ranks = std::atoi(optarg); break;
+      case 'n': if (!ringsched::parse_int(optarg, 1, 64, &o.ranks)) return bad_number("n", optarg, 1, 64); break;
       case 'b': o.backend = optarg; break;
       case 'a': o.min_bytes = parse_size(optarg); break;
       case 'e': o.max_bytes = parse_size(optarg); break;
-      case 'f': o.factor = std::atoi(optarg); break;
-      case 'i': o.iters = std::atoi(optarg); break;
-      case 'p': o.port = std::atoi(optarg); break;
+      case 'f': if (!ringsched::parse_int(optarg, 2, 1024, &o.factor)) return bad_number("f", optarg, 2, 1024); break;
+      case 'i': if (!ringsched::parse_int(optarg, 1, 100000000, &o.iters)) return bad_number("i", optarg, 1, 100000000); break;
+      case 'p': if (!ringsched::parse_int(optarg, 0, 65535, &o.port)) return bad_number("p", optarg, 0, 65535); break;
       case 'H': o.hosts = optarg; break;
       case 'C': o.check = false; break;
       case 'h': usage(stdout); return 0;

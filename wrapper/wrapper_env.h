@@ -2,6 +2,8 @@
 // ENVIRONMENT), and the timing report a worker leaves for the wrapper.
 #pragma once
 
+#include "bounded_int.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -29,10 +31,8 @@ inline std::string timing_file() { return get("RINGRUN_TIMING_FILE"); }
 // How many times Slurm has requeued this batch job (SLURM_RESTART_COUNT, set from the first
 // requeue on): 0 on the job's first run, outside a job, or when malformed.
 inline int slurm_restart_count() {
-  const std::string v = get("SLURM_RESTART_COUNT");
-  char* end = nullptr;
-  const long n = v.empty() ? 0 : std::strtol(v.c_str(), &end, 10);
-  return v.empty() || *end || n < 0 || n > 1000000 ? 0 : int(n);
+  int n = 0;
+  return ringsched::parse_int(get("SLURM_RESTART_COUNT"), 0, 1000000, &n) ? n : 0;
 }
 
 // One line "world,global_batch,steps,seconds" (steady-state iterations only). Best effort: the
