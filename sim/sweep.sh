@@ -4,22 +4,24 @@
 # seeds, under every policy; then one summary table, worst case first (issue 15, point 2).
 # Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]
-#     [--links INTRA,INTER]
+#     [--links INTRA,INTER] [--seeds S1,S2,...]
 # Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on its first cluster (about
-# 10 minutes of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
+# 1 minute of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
 # 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
 # --links INTRA,INTER: every node's link speeds in GB/s (default: the cluster CSV's defaults,
 # 100 and 12.5); e.g. 100,100 takes the placement's locality charge out (ringsim charges none).
+# --seeds S1,S2,...: the seeds of the traces and the planner (default 1; --full: 1,2,3).
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
 # avg JCT over the best other policy's and over Tiresias's, per scenario), one JSON report per run.
 set -eu
 RINGSIM=${RINGSIM:-sim/ringsim}
 DATA=${RINGSCHED_SHARED_DATA:-../shared/data}
-OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER]}
+OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER] [--seeds S1,S2,...]}
 shift
 FULL=0
 LINKS=
+SEED_LIST=
 POLICIES=fifo,tiresias,optimus,besttype,static,doubling,hetero,combined
 while [ $# -gt 0 ]; do
   case $1 in
@@ -28,6 +30,9 @@ while [ $# -gt 0 ]; do
   --links) LINKS=${2:?--links needs INTRA,INTER}; shift
     echo "$LINKS" | grep -Eq '^[0-9]+([.][0-9]+)?,[0-9]+([.][0-9]+)?$' ||
       { echo "sweep.sh: --links wants two speeds in GB/s, INTRA,INTER (got '$LINKS')" >&2; exit 2; } ;;
+  --seeds) SEED_LIST=${2:?--seeds needs a list}; shift
+    echo "$SEED_LIST" | grep -Eq '^[0-9]+(,[0-9]+)*$' ||
+      { echo "sweep.sh: --seeds wants whole numbers separated by commas (got '$SEED_LIST')" >&2; exit 2; } ;;
   *) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -36,6 +41,7 @@ mkdir -p "$OUT/traces" "$OUT/clusters" "$OUT/reports"
 GAVEL=data/profiles/gavel.csv
 EF=data/profiles/elasticflow.csv
 if [ $FULL = 1 ]; then JOBS=160; LOADS="0.5 0.75 1 1.5 2"; SEEDS="1 2 3"; else JOBS=120; LOADS="0.5 1 2"; SEEDS=1; fi
+[ -z "$SEED_LIST" ] || SEEDS=$(echo "$SEED_LIST" | tr , ' ')
 RUN="nice -n 10 $RINGSIM"
 
 # Clusters of 64 GPUs (the size of the public evaluations of Tiresias, Pollux and Sia), and 128
