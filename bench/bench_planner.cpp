@@ -9,14 +9,18 @@
 // Each cell: a first pass places every job from scratch, then half the jobs are made running on
 // the GPUs the plan gave them, and the timed passes plan that steady state (medians printed).
 // Wall and CPU milliseconds both: on a shared machine the wall time includes waiting for a core.
+// --plans FILE writes every decision of each cell's first pass and first steady pass, numbers
+// exact: two builds decide the same iff their files are equal (what a pure speed-up must keep).
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,7 @@ struct Options {
   int samples = -1;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
   std::string cluster;  // a cluster CSV instead of the generated clusters
+  std::string plans;    // where to write the plans' decisions ("": nowhere)
   bool mixed_nodes = true;
 };
 
@@ -43,10 +48,13 @@ void usage() {
       "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
       "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
       "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
+      "                     [--plans FILE]\n"
       "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count) and\n"
       "the growth between sizes. Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined\n"
       "policy, nodes of 1, 2, 4 and 8 GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus\n"
-      "rows, as ringsim reads them) instead of --gpus; types without a profile run as v100.\n");
+      "rows, as ringsim reads them) instead of --gpus; types without a profile run as v100.\n"
+      "--plans FILE: every decision of each cell's first and first steady pass, numbers exact\n"
+      "(compare two builds' files to check that a change keeps the decisions).\n");
 }
 
 std::vector<int> parse_list(const char* s) {
@@ -79,6 +87,20 @@ Cluster make_cluster(int gpus, int types, const std::vector<std::string>& type_n
     c.nodes.push_back(n);
   }
   return c;
+}
+
+// Every decision of a plan, numbers exact (the time it took left out).
+void write_plan(std::FILE* f, const char* pass, const Plan& plan) {
+  std::fprintf(f, "%s %s objective %.17g\n", pass, plan.policy.c_str(), plan.objective_s);
+  for (const JobPlan& j : plan.jobs) {
+    std::fprintf(f, "%s order %d runs %d gpus %d resize %d spb %.17g speed %.17g finish %.17g",
+                 j.job_id.c_str(), j.order, j.runs ? 1 : 0, j.gpus, j.resize ? 1 : 0, j.spb_depth,
+                 j.predicted_iters_per_s, j.predicted_finish_s);
+    for (const auto& [type, n] : j.gpus_by_type) std::fprintf(f, " %s:%d", type.c_str(), n);
+    for (const Placement& p : j.placement)
+      std::fprintf(f, " %s/%s/%d", p.node.c_str(), p.gpu_type.c_str(), p.gpus);
+    std::fprintf(f, " | %s\n", j.reason.c_str());
+  }
 }
 
 double cpu_ms() {
@@ -124,6 +146,8 @@ int main(int argc, char** argv) {
       o.profiles = next();
     } else if (a == "--cluster") {
       o.cluster = next();
+    } else if (a == "--plans") {
+      o.plans = next();
     } else if (a == "--nodes") {
       std::string v = next();
       if (v != "mixed" && v != "uniform") {
@@ -170,6 +194,9 @@ int main(int argc, char** argv) {
     cfg.seed = o.seed;
     if (o.samples >= 0) cfg.samples = o.samples;
     Planner planner(ThroughputModel(table), cfg);
+    std::FILE* plans = nullptr;
+    if (!o.plans.empty() && !(plans = std::fopen(o.plans.c_str(), "w")))
+      throw std::runtime_error("cannot write " + o.plans + ": " + std::strerror(errno));
 
     std::printf("# planner decision cost: policy %s, K=%d samples, median of %d passes, %s\n",
                 o.policy.c_str(), cfg.samples, o.repeats,
@@ -209,6 +236,8 @@ int main(int argc, char** argv) {
         double first_cpu = cpu_ms() - c0;
         double first_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::string cell = std::to_string(o.gpus[gi]) + "x" + std::to_string(o.jobs[ji]);
+        if (plans) write_plan(plans, (cell + " first").c_str(), first);
         // Steady state: every other planned job is now running where the plan put it.
         int running = 0;
         for (size_t k = 0; k < snap.jobs.size(); ++k) {
@@ -232,8 +261,10 @@ int main(int argc, char** argv) {
           cpu.push_back(cpu_ms() - c1);
           ms.push_back(
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count());
-          if (r == 0)
+          if (r == 0) {
             for (const JobPlan& jp : p.jobs) waiting += !jp.runs;
+            if (plans) write_plan(plans, (cell + " steady").c_str(), p);
+          }
         }
         table_ms[gi][ji] = median(cpu);
         std::printf("%8d %6zu %6d %6d %10.2f %10.2f %10.2f %10.2f %8d %8d\n",
@@ -253,6 +284,8 @@ int main(int argc, char** argv) {
         std::printf("#   %d GPUs: %d -> %d jobs (x%.1f): time x%.2f\n", o.gpus[gi], o.jobs[ji - 1],
                     o.jobs[ji], double(o.jobs[ji]) / o.jobs[ji - 1],
                     table_ms[gi][ji] / std::max(1e-9, table_ms[gi][ji - 1]));
+    if (plans && std::fclose(plans) != 0)
+      throw std::runtime_error("cannot write " + o.plans + ": " + std::strerror(errno));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_planner: %s\n", e.what());
     return 1;
