@@ -3,6 +3,13 @@
 #include <algorithm>
 
 namespace ringsched {
+namespace {
+
+// Types whose nodes hold more GPUs than this are not indexed (a set per count would cost more
+// than looking at every node).
+constexpr int kMostIndexed = 256;
+
+}  // namespace
 
 FreeGpus::FreeGpus(const Cluster& cluster) {
   auto layout = std::make_shared<Layout>();
@@ -15,12 +22,54 @@ FreeGpus::FreeGpus(const Cluster& cluster) {
                                               n.gpu_type) - layout->types.begin());
     layout->names.push_back(n.name);
     layout->type_of.push_back(t);
+    layout->place_in_type.push_back(static_cast<int>(layout->nodes_of_type[t].size()));
     layout->nodes_of_type[t].push_back(node);
     layout->by_name.emplace(n.name, node);
     free_.push_back(n.usable());
     free_of_type_[t] += n.usable();
   }
+  size_t T = layout->types.size(), sets = 0, counts = 0;
+  layout->most.assign(T, 0);
+  layout->words.assign(T, 0);
+  layout->set_start.assign(T, 0);
+  layout->count_start.assign(T, 0);
+  indexed_.assign(T, 0);
+  for (size_t t = 0; t < T; ++t) {
+    int most = 0;
+    for (int node : layout->nodes_of_type[t]) most = std::max(most, free_[node]);
+    if (most > kMostIndexed) continue;
+    indexed_[t] = 1;
+    layout->most[t] = most;
+    layout->words[t] = static_cast<int>((layout->nodes_of_type[t].size() + 63) / 64);
+    layout->set_start[t] = sets;
+    layout->count_start[t] = counts;
+    sets += static_cast<size_t>(most) * layout->words[t];
+    counts += most;
+  }
+  node_sets_.assign(sets, 0);
+  set_size_.assign(counts, 0);
   layout_ = std::move(layout);
+  for (int node = 0; node < nodes(); ++node) index_move(node, 0, free_[node]);
+}
+
+void FreeGpus::index_move(int node, int from, int to) {
+  const Layout& l = *layout_;
+  int t = l.type_of[node];
+  if (!indexed_[t] || from == to) return;
+  if (to > l.most[t]) {
+    indexed_[t] = 0;
+    return;
+  }
+  size_t word = static_cast<size_t>(l.place_in_type[node]) / 64;
+  uint64_t bit = uint64_t{1} << (l.place_in_type[node] % 64);
+  if (from > 0) {
+    node_sets_[l.set_start[t] + static_cast<size_t>(from - 1) * l.words[t] + word] &= ~bit;
+    --set_size_[l.count_start[t] + from - 1];
+  }
+  if (to > 0) {
+    node_sets_[l.set_start[t] + static_cast<size_t>(to - 1) * l.words[t] + word] |= bit;
+    ++set_size_[l.count_start[t] + to - 1];
+  }
 }
 
 int FreeGpus::node_index(const std::string& name) const {
@@ -56,6 +105,7 @@ int FreeGpus::free_of(const std::vector<std::string>& types) const {
 }
 
 void FreeGpus::take_at(int node, int n) {
+  index_move(node, free_[node], free_[node] - n);
   free_[node] -= n;
   free_of_type_[layout_->type_of[node]] -= n;
 }
@@ -93,11 +143,48 @@ std::vector<std::pair<int, int>> FreeGpus::take_among(int n, const std::vector<i
   return out;
 }
 
+std::vector<std::pair<int, int>> FreeGpus::take_of_type(int n, int t) {
+  std::vector<std::pair<int, int>> out;
+  if (n <= 0) return out;
+  if (!indexed_[t]) return take_among(n, layout_->nodes_of_type[t]);
+  const Layout& l = *layout_;
+  const int most = l.most[t], words = l.words[t];
+  const int* size = set_size_.data() + l.count_start[t];  // size[v - 1]: nodes with v free
+  long total = 0;
+  for (int v = 1; v <= most; ++v) total += static_cast<long>(v) * size[v - 1];
+  if (total < n) return out;
+  // The first node (in the cluster's order) of those with v free.
+  auto first_with = [&](int v) {
+    const uint64_t* set = node_sets_.data() + l.set_start[t] + static_cast<size_t>(v - 1) * words;
+    int w = 0;
+    while (set[w] == 0) ++w;
+    return l.nodes_of_type[t][static_cast<size_t>(w) * 64 + __builtin_ctzll(set[w])];
+  };
+  // take_among()'s steps: the smallest node that holds all that is left (the first listed
+  // among equals), else the node with the most free GPUs (the first listed), whole.
+  while (n > 0) {
+    int fit = 0;
+    for (int v = n; v <= most && !fit; ++v)
+      if (size[v - 1] > 0) fit = v;
+    int v = fit;
+    if (!fit) {
+      v = std::min(n - 1, most);
+      while (size[v - 1] == 0) --v;
+    }
+    int node = first_with(v);
+    int x = std::min(n, v);
+    take_at(node, x);
+    out.push_back({node, x});
+    n -= x;
+  }
+  return out;
+}
+
 std::vector<std::pair<int, int>> FreeGpus::take(int n, const std::vector<std::string>& types) {
   if (n <= 0 || free_of(types) < n) return {};
   if (types.size() == 1) {
     int t = type_index(types[0]);
-    return t < 0 ? std::vector<std::pair<int, int>>{} : take_among(n, layout_->nodes_of_type[t]);
+    return t < 0 ? std::vector<std::pair<int, int>>{} : take_of_type(n, t);
   }
   std::vector<char> allowed(layout_->types.size(), types.empty() ? 1 : 0);
   for (const std::string& type : types) {

@@ -230,7 +230,6 @@ class NodePacker {
   const PlacementTopology& topo_;
   FreeGpus free_;                             // the cluster before anything is packed
   std::vector<int> topo_node_;                // cluster node -> topology node (-1: none)
-  std::vector<std::vector<int>> candidates_;  // per type: its cluster nodes
 };
 
 // The rows of a result from each job's (node, GPUs) package; objective_s their sum.

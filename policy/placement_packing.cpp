@@ -13,16 +13,13 @@ NodePacker::NodePacker(const PlacementProblem& p, const PlacementTopology& topo)
     : p_(p), topo_(topo), free_(p.cluster), topo_node_(p.cluster.nodes.size(), -1) {
   for (size_t n = 0; n < topo.nodes.size(); ++n)
     topo_node_[topo.nodes[n].cluster_index] = static_cast<int>(n);
-  candidates_.assign(topo.nodes_of_type.size(), {});
-  for (size_t t = 0; t < topo.nodes_of_type.size(); ++t)
-    for (int n : topo.nodes_of_type[t]) candidates_[t].push_back(topo.nodes[n].cluster_index);
 }
 
 bool NodePacker::pack(const std::vector<std::vector<int>>& counts,
                       const std::vector<double>& spread_loss,
                       std::vector<std::vector<std::pair<int, int>>>& package) const {
   int J = static_cast<int>(counts.size());
-  int T = static_cast<int>(candidates_.size());
+  int T = static_cast<int>(topo_.nodes_of_type.size());
   package.assign(J, {});
   FreeGpus free = free_;
   std::vector<std::vector<int>> need = counts;
@@ -53,7 +50,8 @@ bool NodePacker::pack(const std::vector<std::vector<int>>& counts,
       return need[a][t] != need[b][t] ? need[a][t] > need[b][t] : loss(a) > loss(b);
     });
     for (int j : jobs) {
-      std::vector<std::pair<int, int>> got = free.take_among(need[j][t], candidates_[t]);
+      // Type t of the placement is type t of FreeGpus: both index the cluster's sorted types.
+      std::vector<std::pair<int, int>> got = free.take_of_type(need[j][t], t);
       if (got.empty()) return false;
       for (const auto& [node, g] : got) package[j].push_back({topo_node_[node], g});
     }

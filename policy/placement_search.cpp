@@ -194,12 +194,13 @@ void TypeLevelSearch::branch_and_bound() {
   // whose need exceeds that of every set one type smaller are kept: the others follow from them.
   s.need_sets.assign(n + 1, {});
   if (T_ > 1 && T_ <= 12) {
-    std::vector<int> counts(p_.jobs.size(), 0);
+    // The need of the jobs from depth d on, one job added per depth (not summed afresh: that
+    // is jobs x depths at thousands of jobs).
+    std::vector<long> need = fit_.need_of(std::vector<int>(p_.jobs.size(), 0));
     std::vector<long> within(size_t{1} << T_);
     for (size_t d = n; d-- > 0;) {
       int j = jobs_[s.order[d]];
-      counts[j] = sizes_[j].front();
-      std::vector<long> need = fit_.need_of(counts);
+      fit_.change(need, j, 0, std::max(0, sizes_[j].front()));
       std::fill(within.begin(), within.end(), 0);
       for (unsigned set = 0; set < within.size(); ++set)
         for (unsigned m = set;; m = (m - 1) & set) {  // every subset m of the set

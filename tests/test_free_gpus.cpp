@@ -4,6 +4,7 @@
 // Node::usable(); types filtered; nothing taken when a request does not fit; copies independent.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <random>
 #include <tuple>
 
 #include "ringsched/free_gpus.h"
@@ -38,6 +39,7 @@ class FreeGpusTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(types_and_names);
   CPPUNIT_TEST(nothing_taken_when_it_does_not_fit);
   CPPUNIT_TEST(copies_are_independent);
+  CPPUNIT_TEST(take_of_type_follows_the_rule_of_take_among);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -119,6 +121,50 @@ class FreeGpusTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(2, trial.free_of({}));
     CPPUNIT_ASSERT_EQUAL(8, f.free_of({}));
     CPPUNIT_ASSERT_EQUAL(std::string("b"), trial.node_name(1));
+  }
+
+  // take_of_type() (an index by free count, what the planner and the packing use) against
+  // take_among() over the type's nodes (the rule written out, which sorts the nodes): the same
+  // (node, GPUs) pairs on random clusters of nodes of 1-8 GPUs, some partly used, some given
+  // back, one type given back past its largest node (it leaves the index), every request size.
+  void take_of_type_follows_the_rule_of_take_among() {
+    std::mt19937 rng(7);
+    for (int round = 0; round < 40; ++round) {
+      Cluster c;
+      int nodes = 1 + static_cast<int>(rng() % 300);
+      for (int i = 0; i < nodes; ++i) {
+        Node n;
+        n.name = "n" + std::to_string(i);
+        n.gpu_type = rng() % 3 == 0 ? "k80" : "v100";
+        static const int kSizes[] = {1, 2, 4, 8, 8, 4};
+        n.gpus = kSizes[rng() % 6];
+        n.free_gpus = rng() % 4 == 0 ? static_cast<int>(rng() % (n.gpus + 1)) : -1;
+        c.nodes.push_back(n);
+      }
+      FreeGpus indexed(c), sorted(c);
+      int v100 = indexed.type_index("v100");
+      std::vector<int> of_type;
+      for (int i = 0; i < nodes; ++i)
+        if (c.nodes[i].gpu_type == "v100") of_type.push_back(i);
+      for (int step = 0; step < 200; ++step) {
+        if (step == 150 && round % 4 == 0 && !of_type.empty()) {
+          indexed.take_at(of_type[0], -20);  // more than any node holds
+          sorted.take_at(of_type[0], -20);
+        }
+        if (rng() % 5 == 0 && !of_type.empty()) {  // give some back
+          int node = of_type[rng() % of_type.size()];
+          int back = std::min(c.nodes[node].usable() - indexed.free(node), 1 + int(rng() % 4));
+          indexed.take_at(node, -back);
+          sorted.take_at(node, -back);
+          continue;
+        }
+        int n = 1 + static_cast<int>(rng() % 40);
+        Taken a = indexed.take_of_type(n, v100), b = sorted.take_among(n, of_type);
+        CPPUNIT_ASSERT(a == b);
+        CPPUNIT_ASSERT_EQUAL(sorted.free_of_type("v100"), indexed.free_of_type("v100"));
+      }
+      for (int i = 0; i < nodes; ++i) CPPUNIT_ASSERT_EQUAL(sorted.free(i), indexed.free(i));
+    }
   }
 };
 

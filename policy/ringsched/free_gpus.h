@@ -5,6 +5,7 @@
 // the planner may use: its free_gpus when set, else all of them).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,9 @@ class FreeGpus {
   int free_of_type(const std::string& type) const;
   int free_of(const std::vector<std::string>& types) const;
 
+  // Index of a type in the cluster's sorted types (Cluster::types()); -1 if it has none.
+  int type_index(const std::string& type) const;
+
   // Takes n GPUs on one node (a negative n gives them back).
   void take_at(int node, int n);
   // Takes what an allocation (node name -> GPUs) holds; names of other clusters are ignored.
@@ -43,6 +47,10 @@ class FreeGpus {
   // smallest node that holds all n; else the node with the most free GPUs, whole, and again for
   // what is left.
   std::vector<std::pair<int, int>> take_among(int n, const std::vector<int>& candidates);
+  // take_among() over every node of type index t (type_index()), in the cluster's order, without
+  // looking at every node: what the planner and the placement's packing call thousands of times
+  // a pass on clusters of thousands of nodes.
+  std::vector<std::pair<int, int>> take_of_type(int n, int t);
   // take() as node name -> GPUs.
   std::map<std::string, int> place(int n, const std::vector<std::string>& types);
 
@@ -50,15 +58,28 @@ class FreeGpus {
   struct Layout {  // what does not change while GPUs are handed out: shared by copies
     std::vector<std::string> names;
     std::vector<int> type_of;                   // node -> type index
+    std::vector<int> place_in_type;             // node -> its position in nodes_of_type
     std::vector<std::string> types;             // sorted
     std::vector<std::vector<int>> nodes_of_type;
     std::map<std::string, int> by_name;
+    // The index by free count (see below), per type: the largest count it holds (0: none), the
+    // 64-bit words of one count's set of nodes, where the type's sets and counters start.
+    std::vector<int> most;
+    std::vector<int> words;
+    std::vector<size_t> set_start, count_start;
   };
-  int type_index(const std::string& type) const;  // -1: none
+  // Index by free count: per type t and count v in 1..most[t], the set of its nodes with v free
+  // GPUs (a bit per position in nodes_of_type[t], the first set bit the node listed first) and
+  // its size. A type whose node gets more free GPUs than most[t] (given back more than it had)
+  // leaves the index: take_of_type() then looks at every node.
+  void index_move(int node, int from, int to);
 
   std::shared_ptr<const Layout> layout_;
   std::vector<int> free_;
   std::vector<int> free_of_type_;
+  std::vector<uint64_t> node_sets_;
+  std::vector<int> set_size_;
+  std::vector<char> indexed_;  // per type
 };
 
 }  // namespace ringsched
