@@ -8,6 +8,7 @@
 // dropped: no optimum needs them.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "placement_search.h"
 
@@ -89,11 +90,24 @@ void TypeLevelSearch::prune_dominated(Columns& cols) const {
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return cols.finish[a] < cols.finish[b]; });
   Columns kept;
+  kept.counts.reserve(cols.counts.size());
+  kept.finish.reserve(C);
+  // Quick necessary conditions for a kept column d to dominate c: d's types are among c's (as
+  // bits; not checked past 64 types) and d has no more GPUs in all.
+  std::vector<uint64_t> kept_types;
+  std::vector<long> kept_total;
   for (int k : order) {
     const int* c = cols.at(k, T_);
+    uint64_t types = 0;
+    long total = 0;
+    for (int t = 0; t < T_; ++t) {
+      if (c[t] > 0 && t < 64) types |= uint64_t{1} << t;
+      total += c[t];
+    }
     bool dominated = false;
     if (C <= kPruneColumns)
       for (int m = 0; m < kept.size() && !dominated; ++m) {
+        if ((kept_types[m] & ~types) != 0 || kept_total[m] > total) continue;
         const int* d = kept.at(m, T_);
         bool within = true;
         for (int t = 0; t < T_ && within; ++t) within = d[t] <= c[t];
@@ -102,6 +116,8 @@ void TypeLevelSearch::prune_dominated(Columns& cols) const {
     if (dominated) continue;
     kept.counts.insert(kept.counts.end(), c, c + T_);
     kept.finish.push_back(cols.finish[k]);
+    kept_types.push_back(types);
+    kept_total.push_back(total);
   }
   cols = std::move(kept);
 }
