@@ -45,6 +45,10 @@ class PlacementSpeeds {
   // iterations/s of job j on counts[t] GPUs of each type t; no locality; 0 if it cannot run.
   double speed(int job, const std::vector<int>& counts);
   double single(int job, int type, int n);
+  // Servers the speed of job j on per-type counts was measured on (the locality model's
+  // reference, placement_support.cpp): ceil(n / 8) for n GPUs, n capped at the largest count the
+  // profile measured on each type used; 1 for a type with no measured point.
+  int measured_nodes(int job, const std::vector<int>& counts) const;
   // Distinct throughput-model evaluations so far.
   long evaluations() const { return evaluations_; }
 
@@ -58,6 +62,7 @@ class PlacementSpeeds {
   std::vector<std::vector<bool>> allowed_;
   std::vector<int> model_index_;                  // job -> distinct model
   std::vector<std::string> model_names_;
+  std::vector<std::vector<int>> measured_max_;    // (distinct model, type) -> most GPUs measured
   std::vector<std::unordered_map<std::vector<int>, double, CountsHash>> cache_;
   // The same values keyed by the counts packed into 64 bits (when they fit): the hot path.
   std::vector<std::unordered_map<uint64_t, double>> packed_cache_;

@@ -3,13 +3,23 @@
 // the feasibility of a category, a result's rows, the objective without locality.
 //
 // Locality model (placement_iteration_time(); what place_hetero, the market and the node-level
-// MIP charge): the ring model's communication term (1/speed minus the compute time
-// 1/sum(c_t v_t(1)) of the proportional split) was measured inside one server. When a job's
-// ring crosses nodes, its slowest link is the inter-node one, so the communication term grows by
-// the factor min(intra_gbps)/min(inter_gbps) of the nodes it uses; every node beyond the fewest
-// that could hold the job adds 5% of that extra, standing for the extra hops and the NIC
-// bandwidth taken from the nodes' other jobs. With intra_gbps = inter_gbps locality costs
-// nothing.
+// MIP charge), relative to the placement the profile was measured at. A profile's speed on n
+// GPUs already holds the communication of the ring it was measured on: the public tables were
+// measured on servers of kProfileServerGpus = 8 GPUs, each point on the fewest of them (Gavel's
+// consolidated runs of 1-8 GPUs on one server, its spread "_unconsolidated" runs not imported;
+// ElasticFlow's 16-64 GPUs on 2-8 servers), so its n GPUs spanned ceil(n / 8) servers. Beyond
+// the largest count measured for a (model, type), the fitted curve extrapolates the ring of that
+// point, so the reference stays at that point's servers (Gavel's 16 GPUs: one server). A type
+// the profile has no point for (a prediction) counts as measured inside one server.
+// - Measured inside one server, run across nodes: the ring's slowest link becomes the inter-node
+//   one, so the communication term (1/speed minus the compute time 1/sum(c_t v_t(1)) of the
+//   proportional split) grows by the factor min(intra_gbps)/min(inter_gbps) of the nodes used.
+// - Measured across servers already: its speed holds the inter-node link; no such factor.
+// - Either way, every node beyond both the fewest that could hold the job and the servers of
+//   the measurement adds 5% of the communication term x (factor - 1), standing for the extra
+//   hops and the NIC bandwidth taken from the nodes' other jobs.
+// No credit for fewer nodes than the measurement (the measuring cluster's links are unknown).
+// With intra_gbps = inter_gbps locality costs nothing.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,6 +32,7 @@ namespace ringsched {
 namespace {
 
 constexpr double kExtraNodeShare = 0.05;  // see the locality model above
+constexpr int kProfileServerGpus = 8;     // GPUs per server of the profiles' measurements
 
 // Normalised names of the types a job lists (empty: any).
 std::vector<std::string> listed_types(const PlacementJob& job) {
@@ -34,13 +45,16 @@ bool type_listed(const std::vector<std::string>& listed, const std::string& type
   return listed.empty() || std::find(listed.begin(), listed.end(), type) != listed.end();
 }
 
-// Per-iteration time with the locality model (see the top of this file).
+// Per-iteration time with the locality model (see the top of this file): the job's ring spans
+// nodes_used nodes, the fewest that could hold it are min_nodes, its speed was measured on
+// measured_nodes servers.
 double iteration_time_with_locality(double t_iter, double t_compute, int nodes_used, int min_nodes,
-                                    double link_ratio) {
+                                    int measured_nodes, double link_ratio) {
   if (nodes_used <= 1 || link_ratio <= 1.0) return t_iter;
   double comm = std::max(0.0, t_iter - t_compute);
-  int extra = std::max(0, nodes_used - std::max(1, min_nodes));
-  return t_iter + comm * (link_ratio - 1.0) * (1.0 + kExtraNodeShare * extra);
+  double crossing = measured_nodes <= 1 ? 1.0 : 0.0;
+  int extra = std::max(0, nodes_used - std::max({1, min_nodes, measured_nodes}));
+  return t_iter + comm * (link_ratio - 1.0) * (crossing + kExtraNodeShare * extra);
 }
 
 // Whether each (model, type) of the problem is known to the throughput model, asked once per
@@ -220,7 +234,7 @@ double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology
       n += counts[t];
     }
   return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo.min_nodes(j, n),
-                                      link_ratio);
+                                      speeds.measured_nodes(j, counts), link_ratio);
 }
 
 double placement_type_level_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
@@ -446,6 +460,14 @@ PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
   single_cache_.assign(model_names_.size(), std::vector<std::vector<double>>(types_.size()));
   pack_bits_ = types_.empty() ? 0 : static_cast<int>(std::min<size_t>(21, 64 / types_.size()));
   KnownTypes known(p, types_);
+  measured_max_.assign(model_names_.size(), std::vector<int>(types_.size(), 0));
+  for (const ProfilePoint& pt : p.model->table().points()) {
+    auto m = index.find(pt.model);
+    auto t = std::lower_bound(types_.begin(), types_.end(), pt.gpu_type);
+    if (m == index.end() || t == types_.end() || *t != pt.gpu_type) continue;
+    int& most = measured_max_[m->second][t - types_.begin()];
+    most = std::max(most, pt.num_gpus);
+  }
   allowed_.assign(p.jobs.size(), std::vector<bool>(types_.size(), false));
   for (size_t j = 0; j < p.jobs.size(); ++j) {
     std::vector<std::string> listed = listed_types(p.jobs[j]);
@@ -496,6 +518,18 @@ double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
     cache_[m].emplace(counts, v);
   }
   return v;
+}
+
+int PlacementSpeeds::measured_nodes(int job, const std::vector<int>& counts) const {
+  int n = 0, measured = -1;  // the fewest GPUs measured among the types used
+  for (size_t t = 0; t < counts.size(); ++t)
+    if (counts[t] > 0) {
+      n += counts[t];
+      int most = measured_max_[model_index_[job]][t];
+      measured = measured < 0 ? most : std::min(measured, most);
+    }
+  int at = std::min(n, std::max(0, measured));
+  return std::max(1, (at + kProfileServerGpus - 1) / kProfileServerGpus);
 }
 
 double PlacementSpeeds::single(int job, int type, int n) {

@@ -6,8 +6,9 @@
 // left off the V100s, a job spread over two nodes), the two MIPs agree where locality is free, a
 // running job stays where moving costs more, the fastest type is used when free, results repeat,
 // the auction settles on a nearly full category, the work on a 10,000-GPU problem stays within
-// its budget, a large seed does not keep a job large when the columns are thinned, and invalid
-// problems are refused with errors that say what is wrong.
+// its budget, a large seed does not keep a job large when the columns are thinned, locality is
+// charged only beyond the servers a profile point was measured on, and invalid problems are
+// refused with errors that say what is wrong.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <random>
@@ -21,6 +22,11 @@ namespace {
 
 const ThroughputModel& gavel() {
   static ThroughputModel m(ProfileTable::load_csv(repo_file("data/profiles/gavel.csv")));
+  return m;
+}
+
+const ThroughputModel& elasticflow() {
+  static ThroughputModel m(ProfileTable::load_csv(repo_file("data/profiles/elasticflow.csv")));
   return m;
 }
 
@@ -200,6 +206,7 @@ class PlacementTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(job_spread_over_two_nodes_is_repaired);
   CPPUNIT_TEST(within_the_goals_on_mid_size_instances);
   CPPUNIT_TEST(large_seed_does_not_keep_a_job_large);
+  CPPUNIT_TEST(locality_is_charged_relative_to_the_measurement);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -605,6 +612,60 @@ class PlacementTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE("seeded at 32: " + std::to_string(large.objective_s) + " s, at 8: " +
                                std::to_string(small.objective_s) + " s",
                            large.objective_s <= 1.01 * small.objective_s);
+  }
+
+  // The locality charge is relative to the servers a profile point was measured on (8-GPU
+  // servers, each point on the fewest of them). ElasticFlow measured vgg16-b64 on 16 and 32
+  // A100s across 2 and 4 servers: on 8-GPU nodes with server links it runs at the profile's
+  // speed (the previous model charged the inter-node link a second time: 4.50 it/s at 16 for
+  // the profile's 25.89), and place_hetero gives it all 32 GPUs. Measured inside one server,
+  // the charge stays: its 8 GPUs over two 4-GPU nodes, and Gavel's resnet50-b64 (measured on up
+  // to 8 GPUs of one server) on 16 over two 8-GPU nodes, run slower than the profile says; with
+  // uniform links they do not.
+  void locality_is_charged_relative_to_the_measurement() {
+    auto with_links = [](std::vector<Node> nodes, double inter) {
+      for (Node& n : nodes) n.inter_gbps = inter;
+      return nodes;
+    };
+    auto speed_on = [](const PlacementProblem& p, int n, size_t nodes) {
+      PlacementResult r = market_match(p, {n});
+      CPPUNIT_ASSERT_EQUAL(n, r.jobs[0].total);
+      CPPUNIT_ASSERT_EQUAL(nodes, r.jobs[0].gpus_by_node.size());
+      return r.jobs[0].iters_per_s;
+    };
+    PlacementProblem p;
+    p.model = &elasticflow();
+    p.cluster.nodes = with_links({node("a0", "a100", 8), node("a1", "a100", 8),
+                                  node("a2", "a100", 8), node("a3", "a100", 8)}, 12.5);
+    p.jobs = {job("vgg16-b64", 1e6, 32)};
+    for (int n : {16, 32}) {
+      double profile = p.model->iters_per_s("vgg16-b64", "a100", n);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(profile, speed_on(p, n, n / 8), 1e-9 * profile);
+    }
+    CPPUNIT_ASSERT_EQUAL(32, place_hetero(p, {}, 64, 1).jobs[0].total);
+
+    struct Case {
+      const ThroughputModel* model;
+      const char* name;
+      const char* type;
+      int gpus_per_node;
+      int n;
+    };
+    for (const Case& c : {Case{&elasticflow(), "vgg16-b64", "a100", 4, 8},
+                          Case{&gavel(), "resnet50-b64", "v100", 8, 16}}) {
+      PlacementProblem q;
+      q.model = c.model;
+      q.jobs = {job(c.name, 1e6, c.n)};
+      std::vector<Node> two = {node("n0", c.type, c.gpus_per_node), node("n1", c.type, c.gpus_per_node)};
+      double profile = c.model->iters_per_s(c.name, c.type, c.n);
+      q.cluster.nodes = with_links(two, 12.5);
+      double spread = speed_on(q, c.n, 2);
+      CPPUNIT_ASSERT_MESSAGE(std::string(c.name) + " on two nodes: " + std::to_string(spread) +
+                                 " it/s, profile " + std::to_string(profile),
+                             spread < 0.95 * profile);
+      q.cluster.nodes = with_links(two, 100);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(profile, speed_on(q, c.n, 2), 1e-9 * profile);
+    }
   }
 };
 
