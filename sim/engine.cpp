@@ -305,7 +305,8 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
     for (int i : running) {
         t_finish = std::min(t_finish, std::max(now, jobs[i].resume_s) + jobs[i].remaining / jobs[i].speed);
       }
-    if (running.empty() && next_arrival == n && !view.active.empty()) {
+    // (Not while a coalesced plan is due: the events it waits for may start the waiting jobs.)
+    if (running.empty() && next_arrival == n && !view.active.empty() && deferred_until == inf) {
       const SimJob& j = jobs[view.active.front()];
       throw std::runtime_error(policy.name() + " leaves " + std::to_string(view.active.size()) +
                                " jobs waiting on an idle cluster with no arrivals left (first: job " + j.spec->id +

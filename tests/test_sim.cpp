@@ -62,6 +62,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testTraceRoundTrip);
   CPPUNIT_TEST(testFifoHandChecked);
   CPPUNIT_TEST(testRestartCostPerResize);
+  CPPUNIT_TEST(testCoalescedPlanOnIdleCluster);
   CPPUNIT_TEST(testEngineInvariantsAllPolicies);
   CPPUNIT_TEST(testDeterminism);
   CPPUNIT_TEST(testUnknownPolicy);
@@ -280,6 +281,27 @@ class SimTest : public CppUnit::TestFixture {
     cfg.restart_s = 0;
     Engine e0(cl, t, tm, cfg);
     CPPUNIT_ASSERT_DOUBLES_EQUAL(110.0, e0.run(p, tm).jobs[0].jct_s, 1e-6);
+  }
+
+  // --plan-gap 30 on one node of 4 GPUs: a (4 GPUs, 40 it) runs 0..10; b (4 GPUs) arrives at 5
+  // and a ends at 10, both within 30 s of the plan at 0, so b is planned at 30 and runs 30..40.
+  // Between 10 and 30 the cluster is idle with no arrivals left and b waiting: not a stuck
+  // policy, the coalesced plan is due (the engine threw there).
+  void testCoalescedPlanOnIdleCluster() {
+    TempDir d;
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
+    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
+    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
+                                               "a,0,m,4,40\nb,5,m,4,40\n"));
+    SimConfig cfg;
+    cfg.min_plan_gap_s = 30;
+    Engine e(cl, t, tm, cfg);
+    for (const char* name : {"fifo", "tiresias"}) {
+      auto p = make_policy(name, PolicyOptions(), tm);
+      SimResult r = e.run(*p, tm);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(10.0, r.jobs[0].jct_s, 1e-6);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(35.0, r.jobs[1].jct_s, 1e-6);
+    }
   }
 
   // The first 150 jobs of the Philly-derived trace (iterations / 200 to keep it quick) on a small
