@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ab_slurm.sh: the A/B run on real Slurm. The same time-compressed workload -- the first N jobs
 # of Gavel's Philly-derived trace (../shared/data/gavel/philly_vc_jobs_seed0.csv), with Gavel's
 # measured throughputs -- runs twice on the local heterogeneous cluster: with stock Slurm
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --builddir) builddir=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "ab_slurm: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Decision cost of one planning pass as clusters and job counts grow (issue 2, point 7; issue 15,
 // point 3). Clusters of 64, 1,000 and 10,000 GPUs with 3 to 5 GPU types, nodes of 1, 2, 4 and 8
 // GPUs mixed as on real sites (--nodes uniform: 4 per node below 1,000 GPUs, else 8); 100, 1,000

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # compare-allreduce.sh -- libringrt's allreduce against OpenMPI's MPI_Allreduce (shared memory
 # through the vader BTL, and TCP loopback) and Gloo's ring, on the same sizes in the same run,
 # with ranks as processes on this machine; prints every table and then the ratios.
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --max-bytes) maxb=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --system-cc) system_cc=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-allreduce: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // eval_doubling: how far the doubling heuristic lands from the exact optimum of the static
 // problem (DESIGN 3.2), on random instances built from the real throughput tables.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // eval_placement: how close the heterogeneity-aware placement comes to the exact MIP optima, and
 // how much less time it takes, over a sweep of cluster sizes and shapes. Random instances built
 // from the real Gavel profiles (k80, p100, v100; the 5-type shapes add t4 and a100 as scaled v100

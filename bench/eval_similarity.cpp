@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // eval_similarity: leave-one-model-out evaluation of the model-similarity policy (DESIGN 3.4) on
 // the Gavel table, against the naive rules "newest GPU is best" and "mean ratio of all models".
 // Two ways of leaving models out: one job type (its other batch sizes stay known) and one whole

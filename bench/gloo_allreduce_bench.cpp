@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // gloo_allreduce_bench -- Gloo's ring allreduce (Debian's libgloo) measured exactly as
 // ringrt-bench measures libringrt: N forked ranks on this machine over TCP loopback, float32 sum,
 // per size the median over iterations (each after a barrier) of the slowest rank's time;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /* mpi_allreduce_bench -- OpenMPI's MPI_Allreduce measured exactly as ringrt-bench measures
  * libringrt: float32 sum in place, per size the median over iterations (each after a barrier) of
  * the slowest rank's time; algbw = S/t, busbw = algbw * 2(n-1)/n. Run by compare-allreduce.sh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # resize_burst.sh: a burst of real elastic ring jobs of an ordinary user on the local Slurm cluster
 # with the ringsched plugins and a planner that resizes as eagerly as it can (issue 14.2: a resize
 # request that comes while a job is starting must be deferred, never fatal). Each job is
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     --builddir) builddir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "resize_burst: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # resize_latency.sh: resize a real ring job on the local Slurm cluster 1 -> 2 -> 4 -> 2 GPUs and
 # measure, for each resize, the seconds from the decision to the first iteration at the new
 # size, broken down: checkpoint (workers stop and the file is verified), Slurm requeue + update +
@@ -17,7 +18,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --builddir) builddir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "resize_latency: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ringsim_burst.sh: the cost of simulating a burst (issue 15, point 3): 2,000 elastic jobs
 # submitted within 11 minutes (1-64 GPUs, powers of two; half Gavel, half ElasticFlow models;
 # 0.2-6 h on one GPU of their fastest type) on 6,155 GPUs of 5 types in 1,360 nodes of 8, 8, 4,
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
     --gaps) gaps=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "ringsim_burst: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done

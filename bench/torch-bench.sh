@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # DDP step time and allreduce time on the "ringrt" backend (libringrt) against "gloo", with the same
 # model and DDP buckets, at 2 and 4 ranks, in one run (bench/torch_bench.py under ringrun; issue
 # 16.7). Usage: bench/torch-bench.sh [BUILD_DIR] [ITERS]   (BUILD_DIR default: build)

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """One rank of bench/torch-bench.sh (run under ringrun): allreduce time of float32 buffers and
 DDP step time of one model, on the backend given. Rank 0 prints one line:
   bench backend=B world=W allreduce_ms 1MiB=.. 4MiB=.. 16MiB=.. ddp_step_ms=.. ddp_params=..

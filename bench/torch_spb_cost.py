@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Forward and backward time of train_digits' CNN per block, one process, one thread (bench/
 torch-spb.sh): the backward/forward ratio b of the SPB cost model (policy/spb.h) as measured, and
 the share of the backward that a rank at SPB depth d (the last d blocks) still does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Doubling heuristic (DESIGN 3.2; Capes et al., arXiv 1908.08082): the library's entry points.
 // How a round works, and which file holds each phase: doubling_round.h.
 #include "ringsched/doubling.h"

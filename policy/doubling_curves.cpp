@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The doubling round's input: jobs checked once, speeds evaluated once per size a round asks for.
 #include "doubling_round.h"
 

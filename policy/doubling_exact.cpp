@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The multiple-choice knapsack of the doubling round: the exact static optimum (optimal_static)
 // and step 2 of a round where its table is small enough to be faster than the greedy doubling
 // with our local improvement (DoublingSteps::exact_allocation; crossover measured by

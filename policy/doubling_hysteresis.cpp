@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Step 3 of the doubling round, hysteresis: which running jobs keep their size, and the planning
 // cost that values a plan with a job held (see doubling_round.h).
 #include "doubling_round.h"

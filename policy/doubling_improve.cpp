@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Ours, after step 2 of the doubling round: best-improvement local search (see doubling_round.h).
 #include "doubling_round.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // One human-readable sentence per job of a doubling round.
 #include "doubling_round.h"
 

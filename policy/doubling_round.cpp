@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The doubling round's protocol and its first two steps (see doubling_round.h).
 #include "doubling_round.h"
 

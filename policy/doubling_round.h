@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Private header of the doubling round (policy/doubling*.cpp); not installed, not part of the
 // library's interface (ringsched/doubling.h is). One class per round, its phases in one file each:
 //   doubling_curves.cpp      input checks and the speed table (JobCurves)

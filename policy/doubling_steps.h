@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Which steps the doubling heuristic runs. doubling_heuristic() in ringsched/doubling.h runs all of
 // them; this overload lets the evaluation (bench/eval_doubling) and the tests run the paper's
 // steps alone and measure what our extensions add. Private to the library, its tests and benches.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Heterogeneity-aware multi-job placement, the product (place_hetero; DESIGN 3.3): GPU counts per
 // type for every job first, by an exact-where-affordable type-level search, then the nodes.
 //

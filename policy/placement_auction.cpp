@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The market's auction (see placement_market.cpp for the whole scheme). The market works on GPU
 // types, not GPUs: the GPUs of one type are interchangeable for the speed model, so they are
 // traded in lots (a count of one type at one price, free or held by one job). A job that lacks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The columns of the type-level search (placement_search.h): every (size, mix) a job may take,
 // valued once. All of them when the job's mixes are few (every split of a size over its allowed
 // types: what the MIPs enumerate); else every single type, every split between two types and the

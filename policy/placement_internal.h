@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Private to the placement (policy/placement*.cpp; the tests and bench programs may include it):
 // what its phases share. Problem validation, the memoised speed oracle, the sizes a job may take,
 // the cluster's nodes as the placement sees them, the locality model and the type-level finish

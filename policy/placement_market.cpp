@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The seed paper's placement (Liu, Wang, Huang, Pan, IEEE TPDS 35(6) 2024; DESIGN 3.3), kept as
 // a measured option (place_market; the product is place_hetero, placement.cpp): categories, the
 // ascending-price matching market, the sampling of categories and a local improvement.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Private to the placement: the seed paper's market (place_market, market_match), split by phase
 // -- the auction (placement_auction.cpp), the local improvement (placement_market_improve.cpp),
 // the sampling scheme and the result (placement_market.cpp). See placement_market.cpp for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The market's local improvement (step 3 of place_market, see placement_market.cpp), repeated
 // while it helps: one job's best size and mix in what is free plus what it holds; then, on small
 // problems (<= 24 jobs, <= 4096 count vectors of the cluster), exact group moves: the best joint

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Exact optima of the placement problem by MIP (GLPK), to measure the placement's gap (DESIGN
 // 3.3 step 4). Every job runs; minimise the sum of finish times. Both formulations have one
 // binary per job and feasible per-type count vector (sizes from placement_sizes; single-type

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The node phase of the type-level search (placement_search.h): the incumbent packed onto nodes,
 // then repaired where the packing costs more than the type-level finish times promised.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Packing per-type counts onto nodes (NodePacker, placement_internal.h), shared by place_hetero
 // and the market: the free-GPU allocator's rule inside each type, so that a job spans as few
 // nodes as the free GPUs allow. Jobs with the largest demand of a type go first (they need whole

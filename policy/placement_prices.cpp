@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Prices per GPU type for the type-level search (placement_search.h), and the dive that turns
 // prices into an assignment.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The local search and the branch and bound of the type-level search (placement_search.h).
 //
 // Local search: one job takes its best column within what is free plus what it holds; then every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Private to the placement: the type-level search of place_hetero (see placement.cpp for the
 // scheme), split by phase -- the columns (placement_columns.cpp), the prices and the dive
 // (placement_prices.cpp), the local search and the branch and bound (placement_search.cpp), the

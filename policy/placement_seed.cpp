@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The built-in seed category (placement_seed_counts()): a simple doubling pass on the pooled
 // cluster. place_market starts from it when called with an empty seed; place_hetero takes from
 // it which jobs run.

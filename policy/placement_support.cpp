@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the phases of the placement share (placement_internal.h): the problem's validation, the
 // memoised speeds, the topology, the sizes, the locality model and the type-level finish time,
 // the feasibility of a category, a result's rows, the objective without locality.

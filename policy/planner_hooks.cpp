@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "planner_hooks.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Internal to the planner: the steps that call the model-similarity and SPB parts.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Choosing the model-similarity configuration from the known models alone (DESIGN 3.4): feature
 // weights from correlations with the measured ratios, and k, weights and fallback by
 // leave-one-group-out over the known models.

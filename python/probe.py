@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Run by configure with the chosen interpreter: prints what the ringsched.torch extension is built
 # with, one item a line (torch version, C++ flags, link flags), or exits 1 with the reason on
 # stderr. A separate file because configure.ac's m4 quoting would mangle inline Python.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // backends.cpp -- the one list of backends (names, what they are made by, whether they serve
 // device buffers beside a host transport), the node probe and the topology, and the choice of
 // the host backend for RINGRT_BACKEND=auto.

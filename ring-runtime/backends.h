@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // backends.h -- where the ranks of a world run (Topology) and the one list of backends: which one
 // serves host buffers for the requested RINGRT_BACKEND, and how each is made. A new backend is a
 // Transport, a make_*_transport() below and a row in backends.cpp; world.cpp does not change.

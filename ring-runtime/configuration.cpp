@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // configuration.cpp -- the settings of a world (configuration.h): from the environment or a
 // ringrt_config_t, with the Slurm fallbacks, the secret file and the checks.
 #include "configuration.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // configuration.h -- a world's settings, resolved from the environment (ringrt_init) or from a
 // ringrt_config_t (ringrt_init_config), with every value checked and named when it is wrong.
 #ifndef RINGRT_CONFIGURATION_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // crypto.cpp -- the few things libringrt asks of OpenSSL's libcrypto (crypto.h).
 #include "crypto.h"
 

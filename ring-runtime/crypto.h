@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // crypto.h -- HMAC-SHA256, random bytes, constant-time comparison (OpenSSL libcrypto), hex.
 #ifndef RINGRT_CRYPTO_H
 #define RINGRT_CRYPTO_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // environment.cpp -- the environment accessors (environment.h).
 #include "environment.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // environment.h -- one accessor per environment variable libringrt reads; each returns nullptr
 // when the variable is unset or empty. Only configuration.cpp and the debug switch read them.
 #ifndef RINGRT_ENVIRONMENT_H

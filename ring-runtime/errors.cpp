@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // errors.cpp -- the error detail of the calling thread, the log, the clock.
 #include "errors.h"
 

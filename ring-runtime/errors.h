@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // errors.h -- the result codes' one checking macro, the thread-local error detail and blamed rank
 // that fail() sets, the log on standard error, and the monotonic clock every deadline reads.
 #ifndef RINGRT_ERRORS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // frames.cpp -- the frame header's checksum and the names of the collectives (frames.h).
 #include "frames.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // frames.h -- the 32-byte header of every frame on a TCP ring's data connections.
 #ifndef RINGRT_FRAMES_H
 #define RINGRT_FRAMES_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // gate.cpp -- the concurrent handshake server (see gate.h).
 #include "gate.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // gate.h -- serves the handshakes on a listening socket concurrently, so that no connection can
 // hold the door for the others: every connection has its own short deadline and a bound on what
 // it may send, and is driven by one poll() loop in the calling thread. The protocol (what to say

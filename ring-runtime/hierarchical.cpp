@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // hierarchical.cpp -- the hier backend (hierarchical.h). Within a node every chunk is reduced
 // through shared memory, each rank reducing its share; the leader gathers the node's result,
 // runs the leaders' allreduce on it and publishes the total for the node's other ranks.

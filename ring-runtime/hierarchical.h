@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // hierarchical.h -- the hier backend: shared memory inside each node and, between the node
 // leaders, another transport (the TCP ring), chunk by chunk (hierarchical.cpp).
 #ifndef RINGRT_HIERARCHICAL_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // internal.h -- every internal header of libringrt at once, for the white-box tests. Not
 // installed; the library's own files include only the headers they use. Everything lives in
 // namespace ringrt:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Helpers for programs that start every rank of a world on this host (ringrt-bench, ringrun
 // outside a job, the ring runtime's tests): a free loopback port for the rendezvous, and a
 // monotonic clock in seconds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // nccl.cpp -- the NCCL backend for device (GPU) buffers, beside the world's host transport.
 // Compiled when configure finds CUDA + NCCL; nccl_stub.cpp stands in otherwise. Not exercised on
 // machines without a GPU: see libringrt(3), BACKENDS.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // nccl_stub.cpp -- stands in for nccl.cpp when configure found no CUDA/NCCL.
 #include "backends.h"
 

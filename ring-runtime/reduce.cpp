@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // reduce.cpp -- element-wise reduction kernels for every dtype and op. float16 and bfloat16 are
 // widened to float, combined, and rounded back to nearest even once per combination.
 #pragma GCC optimize("O3")

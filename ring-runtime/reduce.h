@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // reduce.h -- dtypes and the element-wise reduction kernels every transport uses.
 #ifndef RINGRT_REDUCE_H
 #define RINGRT_REDUCE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // rendezvous.cpp -- rank 0 serves on the master address; every other rank proves it knows the
 // per-job secret (HMAC-SHA256 challenge-response), rank 0 proves it back at once (the welcome),
 // and once all are in everyone receives the table of ranks (node, data address, pid) plus a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // rendezvous.h -- how the ranks of a world find each other: rank 0 serves on the master address,
 // the others prove the job secret and receive the table of every rank (rendezvous.cpp).
 #ifndef RINGRT_RENDEZVOUS_H

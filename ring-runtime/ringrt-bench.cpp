@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrt-bench -- allreduce benchmark in the style of nccl-tests: for each size it prints the
 // median time of the iterations, algbw = size / time and busbw = algbw * 2(n-1)/n. The ranks
 // are forked as separate processes on this machine and meet through libringrt's own rendezvous.

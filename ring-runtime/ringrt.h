@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ringrt.h -- libringrt, the ring-allreduce runtime of ringsched.
  *

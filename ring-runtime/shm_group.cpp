@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // shm_group.cpp -- collectives among the ranks of one node through a POSIX shared-memory segment
 // (mode 0600, unlinked as soon as every local rank has mapped it). Each rank owns two slots
 // (double buffering) and a phase counter; waits spin briefly, then sleep on a futex that is only

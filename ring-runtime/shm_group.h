@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // shm_group.h -- the ranks of one node, through a POSIX shared-memory segment (shm_group.cpp).
 // A Transport of its own (the shm backend), and the node's half of the hierarchical one, which
 // builds on the chunk steps below.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // sockets.cpp -- TCP listen/connect with deadlines, socket tuning, the congestion control of the
 // ring's connections, and full sends and receives with deadlines (sockets.h).
 #include "sockets.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // sockets.h -- the TCP pieces under the rendezvous and the ring: an owning descriptor, listen and
 // connect with deadlines, tuning, congestion control, full sends and receives with deadlines.
 #ifndef RINGRT_SOCKETS_H

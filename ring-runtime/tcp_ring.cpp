@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // tcp_ring.cpp -- the TCP ring's engine: one nonblocking loop, driven by the calling thread (no
 // progress thread), that streams framed segments in both directions of both links. Every wait
 // has a deadline; keepalives and abort frames travel on so that the rank after a failed one

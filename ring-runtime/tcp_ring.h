@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // tcp_ring.h -- the TCP ring: authenticated connections to the next and from the previous
 // member, and one nonblocking engine driven by the calling thread (tcp_ring.cpp).
 #ifndef RINGRT_TCP_RING_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // tcp_ring_collectives.cpp -- the TCP ring's collectives: each plans the sends and receives of
 // its algorithm (ring reduce-scatter + allgather with chunked pipelining, halving and doubling on
 // four, allgather-then-reduce for small buffers, pipelined chain broadcast, ring allgather) and

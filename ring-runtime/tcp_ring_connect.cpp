@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // tcp_ring_connect.cpp -- forming and closing the TCP ring: each member connects to the next
 // and proves the job secret for this session; its own listener admits the previous member
 // through a Gate, so that strangers on that port cannot delay it; closing drains what is left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // transport.cpp -- what every transport shares: the allgather built on allreduce.
 #include "transport.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // transport.h -- the one interface through which a world moves data. Each backend (the TCP ring,
 // a node's shared memory, the two stacked as the hierarchical path, NCCL for device buffers)
 // implements it; world.cpp calls only this, and backends.cpp is the one list of backends.

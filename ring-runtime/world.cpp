@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // world.cpp -- the C API: the process-global world, its transports (backends.h picks and forms
 // them; every collective goes through the Transport interface), the sticky error after a failed
 // collective, and structured partial backprop on top of allreduce.

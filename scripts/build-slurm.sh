@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # build-slurm.sh: builds a Slurm release from its source tarball into a cached prefix, with only
 # what the ringsched plugins and the local test cluster need, and prints the prefix.
 #
@@ -60,7 +61,7 @@ case ${1:-} in
     (cd "$tarballs" 2>/dev/null && ls -1 slurm-*.tar.xz 2>/dev/null) |
       sed -n 's/^slurm-\([0-9]*\)-\([0-9]*\)-\([0-9]*\)-.*\.tar\.xz$/\1.\2.\3/p' | sort -V
     exit 0 ;;
-  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 [ $# -eq 1 ] || die "usage: build-slurm.sh [--path] VERSION | --list | --help"
 version=$1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job: a local heterogeneous Slurm cluster with ringsched active, running a mixed
 # workload of real ring-allreduce training jobs. Delivered with the job wrapper (ringrun).
 set -euo pipefail

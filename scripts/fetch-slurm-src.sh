@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Fetches the Debian source of the installed Slurm into ./slurm-src/ (at the repository root, or
 # the directory given as $1) and configures it with Debian's own flags, so that the plugins can
 # include Slurm's internal headers (obj/config.h, src/slurmctld/slurmctld.h, ...) for exactly the

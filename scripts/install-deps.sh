@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Installs every Debian package ringsched needs to build, test and run its demo.
 # Idempotent: packages already present are left as they are. Run as root (CI and the demo do).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ringjobs.sh: run a workload of real ring-allreduce training jobs on the local Slurm cluster and
 # measure it. Used by scripts/run-demo.sh (the main job) and bench/ab_slurm.sh (the A/B run).
 #
@@ -242,6 +243,6 @@ case ${1:-} in
   run) shift; cmd_run "$@" ;;
   conf) shift; cmd_conf "$@" ;;
   table) shift; cmd_table "$@" ;;
-  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] | table DIR | conf MAX_GPUS | --help" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The main job (scripts/demo.sh execs this): on a fresh Debian 12 machine, as root, it installs
 # the dependencies, builds out of tree in ./build, starts the local heterogeneous Slurm cluster
 # (2 nodes x 4 GPUs each of v100, p100, k80) with ringsched active, runs a mixed workload of real
@@ -16,7 +17,7 @@ keep=0
 for a in "$@"; do
   case $a in
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option $a (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The whole test suite, from a fresh checkout: installs the Debian packages, fetches the Slurm
 # source tree the plugins compile against, builds out of tree and runs every test program. Ends
 # with one line: "N passed, N failed" (", N skipped" follows when the programs report skips).
@@ -26,7 +27,7 @@ for a in "$@"; do
   case $a in
     --slurm=*) slurm=${a#--slurm=} ;;
     --slurm-tests) slurm_tests_only=1 ;;
-    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) log "unknown option '$a' (--help)"; echo "0 passed, 1 failed"; exit 2 ;;
     *) names+=("$a") ;;
   esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # testcluster.sh: a real Slurm cluster on 127.0.0.1 for the tests and the demo.
 #
 #   testcluster.sh up [--plugins] [--builddir=DIR] [--slurm=VERSION]
@@ -426,6 +427,6 @@ case ${1:-} in
   restart-ctld) load_slurm_choice; cmd_restart_ctld ;;
   env) load_slurm_choice; echo "export SLURM_CONF=$state/slurm.conf"
        [ -z "${slurm_bindir:-}" ] || echo "export PATH=$slurm_bindir:$slurm_sbindir:\$PATH" ;;
-  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
   *) echo "usage: $(basename "$0") up [--plugins] [--builddir=DIR] [--slurm=VERSION] | down | status | restart-ctld | env | --help" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Reproduces the figures of docs/ringsim.md. Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/claims.sh OUTDIR [experiment...]
 # experiments: doubling hetero similarity spb scale (default: all but scale). Each prints the

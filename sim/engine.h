@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The discrete-event engine of ringsim: arrivals, completions and planning rounds; a policy turns
 // the state into allocations (GPUs per node for every job it wants to run) and the engine applies
 // them, charging the restart cost on every resize, and integrates each job's progress exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Scheduling policies ringsim compares: ours through the shared Planner, and four baselines.
 //
 // Baselines (each documented in ringsim(1) and docs/ringsim.md). Every policy, ours included,

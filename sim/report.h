@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsim output: the JSON report of DESIGN 5, a terse terminal table, and gnuplot plots.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsim: replays a job trace on a cluster under the project's policies and baselines, with
 // throughputs from real measurements. See ringsim(1) and docs/ringsim.md.
 #include <sys/stat.h>

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Does `combined` win everywhere? Every workload family ringsim can import, on homogeneous
 # clusters and clusters of 2, 3 and 5 GPU types with 4- and 8-GPU nodes, at several loads and
 # seeds, under every policy; then one summary table, worst case first (issue 15, point 2).

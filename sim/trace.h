@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsim traces (DESIGN 5): job_id,submit_s,model,gpus,iterations[,min_gpus,max_gpus,elastic,user,spb]
 // and the importers that turn the public traces and a Slurm site's accounting into that format.
 #pragma once

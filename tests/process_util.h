@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Real processes for the test programs that start ringrun and its workers themselves
 // (test_wrapper, test_torch): a shell command run to its end, one started in the background,
 // waiting for a condition, and the text of a file the processes wrote.

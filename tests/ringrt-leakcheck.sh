@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ringrt-leakcheck.sh WORKER [N] -- runs libringrt's leak worker (two forked ranks, N mixed
 # collectives on the TCP ring and on shared memory) under valgrind; fails when any process has a
 # definitely or indirectly lost block, or any other memory error. WORKER must be a real program

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrt_harness.h -- runs the ranks of a libringrt world as forked processes on this machine,
 // over real sockets and shared memory, and collects each rank's exit code and output.
 #ifndef RINGRT_HARNESS_H

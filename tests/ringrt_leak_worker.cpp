@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrt_leak_worker N -- two forked ranks run N mixed collectives on the TCP ring and then on
 // shared memory, finalizing in between. Run under valgrind by ringrt-leakcheck.sh: every
 // process must end with no definitely or indirectly lost block.

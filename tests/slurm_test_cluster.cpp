@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 #include "slurm_test_cluster.h"
 
 #include "config.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The real local Slurm cluster of scripts/testcluster.sh, for integration tests: one cluster per
 // test program (its own state directory and ports under the build tree), started on first use and
 // stopped when the program exits. Commands run as real processes with this cluster's SLURM_CONF.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The policy library's core: CSV reading, the cluster/job/profile model, the throughput model and
 // the importers of the real reference tables. Bad input must name file and line.
 #include <cppunit/extensions/HelperMacros.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Doubling heuristic and the exact DP (policy/doubling.cpp): exactness against brute force, the
 // heuristic never beating the optimum, restart cost, hysteresis, admission, a real speed curve
 // that drops, and bad input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The free-GPU allocator (policy/free_gpus.cpp) that the planner, the placement and ringsim's
 // baselines share: the smallest node that holds all of a request, else the nodes with the most
 // free GPUs first, ending on the smallest node that holds what is left; free GPUs counted from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Shared main() of every CppUnit test program: runs all registered suites (or the ones named on
 // the command line), prints one line per test (PASS, FAIL, or SKIP with its reason) and a closing
 // "N passed, N failed" line, with ", N skipped" where tests were skipped, that scripts/test.sh

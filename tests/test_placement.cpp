@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Heterogeneity-aware placement (policy/placement*.cpp) on the real Gavel profiles: the market's
 // matchings are feasible, its sampling never loses to its seed, nothing beats the GLPK optima,
 // place_hetero's bound never exceeds them and it comes within the goals of them (mean 1%,

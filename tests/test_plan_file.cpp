@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of the plan file (plugins/common/plan_file.h), the one format priority/ringsched
 // writes and the ringsched command reads: write -> read gives back what was written, the file is
 // replaced whole with a sane mode, and a bad or truncated file gives an error naming the file and

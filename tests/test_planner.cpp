@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The planner on the real Gavel profiles: one call, a snapshot in, a plan out.
 #include <cppunit/extensions/HelperMacros.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of the formats the plugins and ringrun share (plugins/common): the resize notes in a
 // job's AdminComment and Comment, and the one bounded number parser. Linked into test_slurm_conf.
 #include <cppunit/extensions/HelperMacros.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Collectives of libringrt against a serial reference: every dtype and op, odd counts that the
 // world size does not divide, 1..8 ranks as processes over TCP, shared memory and the
 // hierarchical ring; broadcast, barrier, SPB averaging, and re-forming the world at a new size.

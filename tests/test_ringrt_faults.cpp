@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libringrt under attack and failure: wrong secrets and loose secret files are refused; a killed
 // or stopped rank makes every other rank return RINGRT_ERR_PEER naming it within the timeout;
 // corrupt and truncated frames injected by a raw client are rejected; 10,000 collectives do not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libringrt's listeners under attack by strangers on the same host: rank 0's rendezvous port
 // (predictable: it may come from the job id) and a rank's ring port receive idle connections,
 // garbage, floods, byte-by-byte senders and peers with the wrong secret, from separate processes

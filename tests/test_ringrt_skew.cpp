@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libringrt with ranks that arrive at very different times, as in training where each rank
 // computes for a while between collectives: 4 ranks as processes sleep a random 0-400 ms between
 // collectives (one of them always arrives last) and every result must be right and no rank may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // libringrt's pieces that need no world, no process and no peer: float16 and bfloat16
 // conversions, Slurm hostlists, the environment and its errors, frame checksums, the reduction
 // kernels, the result strings. The unit tier (make check).

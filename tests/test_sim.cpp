@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsim: importers on the real data and on bad rows, engine invariants, a FIFO run whose JCTs
 // are computed by hand, the restart cost of a resize, and determinism.
 #include <cppunit/extensions/HelperMacros.h>

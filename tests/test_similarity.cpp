@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Model similarity (policy/similarity.cpp, policy/similarity_fit.cpp): the feature loader's
 // errors, exact matches returning their own ratios, ranking, registration into the throughput
 // model and measured points winning; feature weights, the fallback towards the mean ratio, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // test_skip.h -- RINGSCHED_SKIP(reason): this test cannot run here (a tool or a service is
 // missing). test_main.cpp prints it as SKIP with the reason and counts it apart from passes and
 // failures; scripts/test.sh sums the skipped tests in its closing line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // 500 submissions in a burst against the real local cluster, with the ringsched plugins and
 // without them: slurmctld must survive and hold every job, and the submission rate of both runs
 // is printed (measured here, on this machine, in one run). Jobs are submitted held so that the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Integration tests of the ringsched plugins in a real Slurm 22.05 cluster (munged, slurmctld and
 // six slurmd on 127.0.0.1 with v100, p100 and k80 fake GPUs; scripts/testcluster.sh). Jobs are
 // submitted with the real sbatch and the SPANK options; results are read back from scontrol,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Unit tests of the plugins' Slurm-free parts: the --ring-* option parser (shared by the SPANK
 // plugin and job_submit), ringsched.conf parsing with file:line errors, and admission of ring
 // jobs against a cluster, with the real Gavel profiles and model features of data/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The check every supported Slurm version gets (scripts/test.sh --slurm=VERSION
 // test_slurm_elastic): the three plugins load into that version's real slurmctld, sbatch and
 // slurmstepd, and one elastic ring job under ringrun is resized 1 -> 2 -> 1 GPUs by the planner

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsched as a real cluster runs it (issue 14): jobs submitted by ordinary users (ringtest1,
 // made by the harness), and a second ordinary user (ringtest2) who attacks them. On the real local
 // Slurm cluster with the plugins, with ringrun and ringrun-train staged where those users can run

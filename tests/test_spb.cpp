@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // SPB cost model (policy/spb.cpp) on the real Gavel profiles: full depth equals the plain ring
 // model, balanced depths equalise a mixed K80/V100 set, bounds and coverage hold, traffic follows
 // the contributors of each layer, bad depths throw.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // PyTorch under ringrun (python/, ringsched-torch(3)): real /usr/bin/python3 processes with
 // Debian's torch, started by the real ringrun, talking over the real libringrt. The scripts are
 // python/examples/train_digits.py (a CNN on scikit-learn's load_digits) and tests/torch/*.py.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A PyTorch job under ringrun on the real local Slurm cluster (scripts/testcluster.sh, with the
 // plugins): python/examples/train_digits.py (DDP on the "ringrt" backend, ElasticState) of an
 // ordinary user (ringtest1), resized 1 -> 2 -> 4 -> 2 GPUs through the owner's request file

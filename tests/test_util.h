@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Small helpers shared by the test programs: temporary folders that clean up, the text of an
 // expected exception, and paths of the reference data.
 #pragma once

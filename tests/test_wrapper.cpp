@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun, ringrun-train and the checkpoint store, with real processes, files and sockets.
 #include <cppunit/extensions/HelperMacros.h>
 #include <signal.h>

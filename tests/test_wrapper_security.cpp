@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun's defences against other users on the same machine (issue 14): the checkpoint folder is
 // private (pre-created, foreign-owned, group/world-writable or linked folders are refused), the
 // job's secret is kept across restarts and refused when it is not private, checkpoints carry an

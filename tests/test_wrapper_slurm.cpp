@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun on the real local Slurm cluster (scripts/testcluster.sh, with the plugins): a training job
 // of an ordinary user (ringtest1) resized 1 -> 2 -> 4 -> 2 GPUs through checkpoint, requeue and
 // restore reaches the same loss curve as an uninterrupted run. The first two steps are the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Why the PyTorch tests cannot run here ("" when they can): the ringsched.torch package was not
 // built because configure found no usable PyTorch (python/Makefile.am). test_torch and
 // test_torch_slurm are built everywhere and SKIP with this reason (RINGSCHED_SKIP), so that a

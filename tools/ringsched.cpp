@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsched: what the ring scheduler decided and why. Reads the plan that priority/ringsched
 // writes (PlanFile in ringsched.conf) and the profiles the policy uses. See ringsched(8).
 #include <cstdio>

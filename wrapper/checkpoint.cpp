@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Checkpoint files: see checkpoint.h for the layout and the guarantees.
 #include "checkpoint.h"
 

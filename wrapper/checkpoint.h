@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Checkpoints of ringrun jobs: atomic, authenticated, versioned files in a folder only the job's
 // user can use; the newest two are kept so that a damaged or forged newest one falls back to the
 // one before.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Measured iteration times flow back to the policy engine's profiles, bounded: a report is
 // accepted only for the job's own (model, type, count) and only within a factor of what the
 // profiles currently predict, so no job can make a model look much faster or slower than

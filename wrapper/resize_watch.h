@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Where a running job's resize requests come from, for ringrun's watch loop: the request file
 // (DIR/resize-request, or --resize-file) and, under Slurm, the planner's note in the job's
 // AdminComment (plugins/common/resize_note.h). See ringrun(1), RESIZE REQUESTS.

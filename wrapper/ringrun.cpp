@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun: the job wrapper of ringsched. Inside an sbatch script (or locally with --gpus), it
 // launches one worker per GPU with the ring runtime's settings, watches them, and handles three
 // events the same way -- a resize request, Slurm's timeout/preemption signal (USR1) and SIGTERM:

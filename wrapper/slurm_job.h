@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun's view of its own Slurm job, through libslurm: what it was given, and the resize
 // sequence of DESIGN 4 (requeue with hold, update the pending job, release).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringrun-train: the demo trainer of ringsched. A two-layer perceptron on a fixed-seed synthetic
 // classification task, trained data-parallel with libringrt: the fixed global batch is split over
 // the world (shard boundaries depend only on the step, the batch and the world size), gradients

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The environment shared by ringrun and its workers: one accessor per variable (ringrun(1),
 // ENVIRONMENT), and the timing report a worker leaves for the wrapper.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The one parser of whole numbers from text that comes from outside (options, environment,
 // configuration lines, job comments, file names): the whole text must be a decimal number within
 // [lo, hi], with no sign but an optional '-', no space and nothing after it; anything else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The policy as ringsched.conf configures it (see ConfiguredPolicy below). No Slurm here: the
 // slurmctld plugins, ringsched(8) and the unit tests share it.
 #pragma once

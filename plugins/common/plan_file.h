@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The plan file (PlanFile in ringsched.conf): what priority/ringsched decided in its last round,
 // written by the planning thread in slurmctld and read by the ringsched command (ringsched(8)).
 // One module owns the format on both sides: it builds the JSON object from the structs below,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The plugins' ConfiguredPolicy, loaded from ringsched.conf and reloaded when the file changes or
 // when slurmctld reconfigures. A bad configuration is logged once per change with file:line and leaves
 // the holder empty: the plugin then runs neutral (changes nothing) and slurmctld keeps running.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The notes through which the planner (priority/ringsched in slurmctld) and ringrun (in the job)
 // carry out a resize, in the two free-text fields of a Slurm job. One module writes and reads
 // them, on both sides; no Slurm here. See ringsched(8), RESIZES.

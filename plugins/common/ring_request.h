@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // A ring job's request as users state it with the SPANK options (--ring-model, --ring-gpus, ...).
 // One parser serves both ends: the SPANK plugin validates each option as sbatch reads it, and
 // job_submit/ringsched parses the same values again from the job's SPANK environment, because

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsched.conf (see ringsched.conf(5)): Slurm-style key=value lines, '#' comments, keys
 // case-insensitive. Every bad line is reported with file:line; the plugins then run neutral
 // and slurmctld keeps running. No Slurm here, so the tests link it directly. What the plugins

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The differences of Slurm's public API (libslurm, <slurm/slurm.h>) between the versions
 // ringsched builds for (22.05, 24.11, 25.11, 26.05), one name per difference, so that the code
 // calling libslurm (ringrun, the slurmctld plugins) reads the same on all of them. Together with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // slurmctld's internal headers as the slurmctld plugins see them, on each Slurm version ringsched
 // builds for (22.05, 24.11, 25.11, 26.05): every difference has one name here (or in
 // slurm_api_compat.h for the public API, slurm_compat_priority.cpp and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // job_submit/ringsched's entry points whose signature depends on the Slurm version (slurmctld
 // looks them up by name). The others, the same on every version, are in job_submit_ringsched.cpp.
 #include "slurm_compat.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // priority/ringsched's entry points whose set or signature depends on the Slurm version:
 // slurmctld looks up every symbol of its version's list by name and refuses a plugin that lacks
 // one. The others, the same on every version, are in priority_ringsched.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // What the slurmctld plugins read from Slurm's own records, as policy-library values.
 // Every function here must be called with the slurmctld locks named on it held by the caller.
 #pragma once

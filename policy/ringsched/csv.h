@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Minimal CSV reading for the project's own formats and the reference tables: quoted fields,
 // '#' comment lines, blank lines skipped, and every error naming file and line.
 #pragma once

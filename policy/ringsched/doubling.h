@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Doubling heuristic for elastic ring jobs (DESIGN 3.2; Capes et al., arXiv 1908.08082) and the
 // exact dynamic programme for the static one-round problem it approximates.
 #pragma once

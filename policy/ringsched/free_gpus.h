@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Free GPUs per node while a policy hands them out, and the one rule by which every policy of the
 // project (the planner, the placement, ringsim's baselines) picks nodes for n GPUs: the smallest
 // node that holds all n, else the nodes with the most free GPUs first, so that a ring spans as

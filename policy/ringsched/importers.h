@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Importers for the public reference tables in ../shared/data (see its README for the sources and
 // licences). They turn each table into the project's profile format (DESIGN 5).
 #pragma once

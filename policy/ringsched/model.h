@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The data model of the policy library: jobs, the cluster, measured profiles and errors.
 // Pure C++17; nothing here knows about Slurm. See DESIGN.md section 5 for the file formats.
 #pragma once

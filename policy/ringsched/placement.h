@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Heterogeneity-aware multi-job placement (DESIGN 3.3): which GPUs each job runs on, its batch
 // split over GPU types in proportion to their speeds. place_hetero, the product: a type-level
 // search (GPU counts per type per job: prices per type, local search, branch and bound) and then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The planner: one call takes a snapshot of the cluster and the ring jobs and returns a plan.
 // The same call serves the slurmctld plugin, ringsim and the CLI. Deterministic for the same
 // snapshot, configuration and seed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Model-similarity policy (DESIGN 3.4; after Thanapol et al., ACIIDS 2023): predict how fast a
 // model with no (or few) measurements runs on each GPU type from the models most like it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Structured partial backpropagation (SPB) cost model (DESIGN 3.5; after Kumar et al.,
 // arXiv 2111.10672). A worker with depth d in (0, 1] back-propagates through the fraction d of
 // the layers nearest the loss. Per iteration, relative to full depth:

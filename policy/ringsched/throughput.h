@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // Throughput model (DESIGN 3.1): how many iterations per second a job makes on a set of GPUs.
 // Measured points win; between and beyond them a ring time model fitted per (model, type):
 //   t_iter(n) = t_comp/n + 2(n-1)/n * beta + 2(n-1) * alpha      (beta = S / B_link)

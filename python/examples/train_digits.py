@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A small CNN on scikit-learn's load_digits (1797 8x8 images, shipped in python3-sklearn),
 trained data-parallel under ringrun: torch.distributed with DDP on "ringrt" (libringrt) or
 "gloo", elastic (checkpoint on ringrun's stop request, restore at any size with the same global

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Run by test_torch under ringrun: every collective of the "ringrt" backend, per dtype and op,
 against a serial reference computed from every rank's inputs (each rank can make all of them:
 they come from a generator seeded by the rank). Prints one "ok ..." line per check and exits 1

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """test_torch's comparisons of two runs of train_digits.py:
   compare.py params A.json B.json   -> "maxdiff X maxabs Y" over every parameter
   compare.py loss A.log B.log       -> "steps N maxdiff X first_step_over T" ('step loss world' lines;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Run by test_torch under ringrun: an unmodified torch.distributed script. Rank 0 prints the
 torchrun variables of every rank (gathered), then the job uses gloo (env:// rendezvous on
 MASTER_ADDR:MASTER_PORT) and the "ringrt" backend (libringrt's own rendezvous) side by side."""

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // job_submit/ringsched: admission of ring jobs. Reads the --ring-* options from the job's SPANK
 // environment, rejects bad requests with a message the user sees (unknown GPU type, impossible
 // range, unknown model), and sets the initial GPU type, count and node count that the planner

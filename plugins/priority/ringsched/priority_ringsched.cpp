@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // priority/ringsched: the policy engine inside slurmctld.
 //
 // Slurm recomputes priorities only on events, so the policy runs in its own planning thread,

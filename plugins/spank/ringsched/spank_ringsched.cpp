@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // spank/ringsched: the user-facing options of ring jobs (--ring-model, --ring-gpus, ...).
 // Each option is validated as sbatch/srun/salloc reads it (a bad value stops the submission with
 // a message naming the option), then the whole request is checked and handed to

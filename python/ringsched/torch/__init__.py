@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """ringsched.torch: PyTorch jobs under ringrun (ringsched-torch(3), docs/pytorch.md).
 
 Importing it registers libringrt as the torch.distributed backend "ringrt"::

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """The "ringrt" torch.distributed backend: registration and the creator torch calls.
 
 libringrt reads its rendezvous settings from RINGRT_* (libringrt(3)); ringrun(1) sets them for

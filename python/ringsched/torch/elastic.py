@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Elastic state of a PyTorch job under ringrun: checkpoint on ringrun's stop request, restore at
 any world size with the same global batch. See ringsched-torch(3).
 

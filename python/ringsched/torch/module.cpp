@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // ringsched.torch._ringrt: the C++ half of ringsched.torch. It binds the "ringrt" process group
 // (process_group.h) and ringrun's checkpoint store (wrapper/checkpoint.h), so that a PyTorch
 // job's checkpoints are written and verified by the same code as ringrun's own: ringrun checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The "ringrt" process group: see process_group.h.
 #include "process_group.h"
 

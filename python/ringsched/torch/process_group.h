@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 // The "ringrt" torch.distributed backend: a c10d process group whose collectives run on
 // libringrt's C API (ring-runtime/ringrt.h). libringrt's world is process-global and its calls
 // are not thread-safe, so one worker thread per group drives every ringrt_* call, in the order

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Structured partial backpropagation (SPB) for a data-parallel PyTorch model on libringrt.
 
 The model is a sequence of blocks. Each step, rank r back-propagates only through the last
