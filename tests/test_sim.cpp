@@ -31,6 +31,14 @@ const char kLinearProfile[] =
     "model,gpu_type,num_gpus,global_batch,iters_per_s\n"
     "m,x,1,32,1\nm,x,2,32,2\nm,x,4,32,4\n";
 
+// One node of 4 GPUs of type "x" with kLinearProfile's speeds, and traces on it.
+struct OneNodeWorld {
+  TempDir dir;
+  ringsched::ThroughputModel tm{ringsched::ProfileTable::load_csv(dir.write("p.csv", kLinearProfile))};
+  ringsched::Cluster cluster = ringsched::Cluster::load_csv(dir.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
+  Trace trace(const std::string& csv) { return Trace::load_csv(dir.write("t.csv", csv)); }
+};
+
 // The InputError `f` throws (where and line); fails the test if it throws none.
 InputError input_error_of(const std::function<void()>& f) {
   try {
@@ -265,11 +273,10 @@ class SimTest : public CppUnit::TestFixture {
   // 400 iterations: 2 GPUs (2 it/s) for 20 s -> 360 left; resized to 4 GPUs at 20 s, restart
   // cost 30 s, then 360 / 4 = 90 s: finishes at 140 (110 without the restart cost).
   void testRestartCostPerResize() {
-    TempDir d;
-    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
-    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
-    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\n"
-                                               "a,0,m,2,400,1,4,1\n"));
+    OneNodeWorld w;
+    const ringsched::ThroughputModel& tm = w.tm;
+    const ringsched::Cluster& cl = w.cluster;
+    Trace t = w.trace("job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\na,0,m,2,400,1,4,1\n");
     SimConfig cfg;
     cfg.round_s = 20;
     cfg.restart_s = 30;
@@ -289,11 +296,10 @@ class SimTest : public CppUnit::TestFixture {
   // Between 10 and 30 the cluster is idle with no arrivals left and b waiting: not a stuck
   // policy, the coalesced plan is due (the engine threw there).
   void testCoalescedPlanOnIdleCluster() {
-    TempDir d;
-    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(d.write("p.csv", kLinearProfile)));
-    ringsched::Cluster cl = ringsched::Cluster::load_csv(d.write("c.csv", "node,gpu_type,gpus\nn0,x,4\n"));
-    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
-                                               "a,0,m,4,40\nb,5,m,4,40\n"));
+    OneNodeWorld w;
+    const ringsched::ThroughputModel& tm = w.tm;
+    const ringsched::Cluster& cl = w.cluster;
+    Trace t = w.trace("job_id,submit_s,model,gpus,iterations\na,0,m,4,40\nb,5,m,4,40\n");
     SimConfig cfg;
     cfg.min_plan_gap_s = 30;
     Engine e(cl, t, tm, cfg);
