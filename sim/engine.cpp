@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ringsched/free_gpus.h"
 #include "ringsched/spb.h"
 
 namespace ringsim {
@@ -45,10 +46,13 @@ Engine::Engine(const ringsched::Cluster& cluster, const Trace& trace, const ring
                            std::to_string(capacity) + " of the types model '" + j.model + "' is profiled on");
     allowed_.push_back(types);
   }
+  std::vector<ringsched::PlacementLocality::Job> placed;
+  for (size_t i = 0; i < trace_.jobs.size(); ++i) placed.push_back({trace_.jobs[i].model, allowed_[i]});
+  locality_ = std::make_unique<ringsched::PlacementLocality>(cluster_, truth_, placed);
 }
 
-double Engine::speed_of(const SimJob& j, const std::map<std::string, int>& by_type, bool proportional,
-                        double spb_depth) const {
+double Engine::speed_of(const SimJob& j, const std::map<std::string, int>& gpus_by_node,
+                        const std::map<std::string, int>& by_type, bool proportional, double spb_depth) const {
   int n = 0;
   for (const auto& kv : by_type) n += kv.second;
   if (n == 0) return 0;
@@ -76,16 +80,33 @@ double Engine::speed_of(const SimJob& j, const std::map<std::string, int>& by_ty
     else
       v /= ringsched::spb_compute_factor(spb_depth, spb);
   }
+  // A ring spread over nodes: the placement's locality factor (1 inside one node). It is the
+  // factor of the proportional split; a type-blind ring over several types waits for its slowest
+  // type, and its communication is charged by the same factor.
+  if (gpus_by_node.size() > 1) v *= locality_->factor(static_cast<int>(j.spec - trace_.jobs.data()), gpus_by_node);
   return v;
 }
 
 double Engine::isolated_s(const TraceJob& j) const {
+  // On the fewest nodes that hold it (the allocator's rule on the empty cluster), charged the
+  // locality of those nodes as every allocation is (an 8-GPU ring on 4-GPU nodes spans two).
+  const ptrdiff_t index = &j - trace_.jobs.data();
+  const bool traced = index >= 0 && index < static_cast<ptrdiff_t>(trace_.jobs.size());
+  auto on_fewest_nodes = [&](const std::map<std::string, int>& by_type, double v) {
+    if (!traced || !(v > 0)) return v;
+    ringsched::FreeGpus empty(cluster_);
+    std::map<std::string, int> nodes;
+    for (const auto& kv : by_type)
+      for (const auto& nv : empty.place(kv.second, {kv.first})) nodes[nv.first] += nv.second;
+    return nodes.size() > 1 ? v * locality_->factor(static_cast<int>(index), nodes) : v;
+  };
   double best = 0;
   std::map<std::string, int> all;
   for (const std::string& t : cluster_.types()) {
     if (!truth_.knows(j.model, t)) continue;
     all[t] = cluster_.gpus_of_type(t);
-    if (cluster_.gpus_of_type(t) >= j.gpus) best = std::max(best, truth_.iters_per_s(j.model, t, j.gpus));
+    if (cluster_.gpus_of_type(t) >= j.gpus)
+      best = std::max(best, on_fewest_nodes({{t, j.gpus}}, truth_.iters_per_s(j.model, t, j.gpus)));
   }
   if (best <= 0) {
     // Larger than any one type: the fastest types first, speeds split proportionally.
@@ -99,7 +120,7 @@ double Engine::isolated_s(const TraceJob& j) const {
       if (k > 0) take[o.second] = k;
       left -= k;
     }
-    best = truth_.iters_per_s_mixed(j.model, take);
+    best = on_fewest_nodes(take, truth_.iters_per_s_mixed(j.model, take));
   }
   return best > 0 ? j.iterations / best : std::numeric_limits<double>::infinity();
 }
@@ -256,7 +277,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
           j.resume_s = now + config_.restart_s;
         }
         j.last_resize_s = now;
-        j.speed = speed_of(j, j.by_type, j.proportional_split, j.spb_depth);
+        j.speed = speed_of(j, j.alloc, j.by_type, j.proportional_split, j.spb_depth);
         if (!(j.speed > 0))
           throw std::logic_error(policy.name() + ": job " + j.spec->id + " placed where it has no speed");
         j.max_gpus_seen = std::max(j.max_gpus_seen, j.gpus);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ringsched/model.h"
+#include "ringsched/placement.h"
 #include "ringsched/throughput.h"
 #include "trace.h"
 
@@ -120,14 +121,16 @@ class Engine {
   // Runs the whole trace under `policy`; `policy_model` is what the policy is told.
   SimResult run(SchedulingPolicy& policy, const ringsched::ThroughputModel& policy_model);
 
-  // Isolated time of a job at its requested size on its fastest allowed type (JCT lower bound at
-  // that size; FTF denominator).
+  // Isolated time of a job at its requested size on its fastest allowed type, on the fewest
+  // nodes that hold it (JCT lower bound at that size; FTF denominator).
   double isolated_s(const TraceJob& j) const;
   // A lower bound on any JCT: iterations / the best speed at any allowed size and type.
   double ideal_s(const TraceJob& j) const;
-  // Speed of an allocation (what the engine charges).
-  double speed_of(const SimJob& j, const std::map<std::string, int>& by_type, bool proportional,
-                  double spb_depth) const;
+  // Speed of an allocation (what the engine charges): the truth's speed on its GPUs per type,
+  // times the placement's locality factor for the nodes it spans (ringsched::PlacementLocality,
+  // the model combined's placement plans with), whichever policy chose them.
+  double speed_of(const SimJob& j, const std::map<std::string, int>& gpus_by_node,
+                  const std::map<std::string, int>& by_type, bool proportional, double spb_depth) const;
 
  private:
   const ringsched::Cluster& cluster_;
@@ -136,6 +139,7 @@ class Engine {
   SimConfig config_;
   std::map<std::string, const ringsched::Node*> nodes_;
   std::vector<std::vector<std::string>> allowed_;
+  std::unique_ptr<ringsched::PlacementLocality> locality_;  // per trace job, by its index
 };
 
 }  // namespace ringsim

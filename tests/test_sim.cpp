@@ -14,6 +14,7 @@
 #include "policies.h"
 #include "ringsched/csv.h"
 #include "ringsched/importers.h"
+#include "ringsched/placement.h"
 #include "test_util.h"
 #include "trace.h"
 
@@ -72,6 +73,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testFifoHandChecked);
   CPPUNIT_TEST(testRestartCostPerResize);
   CPPUNIT_TEST(testCoalescedPlanOnIdleCluster);
+  CPPUNIT_TEST(testLocalityChargedToEveryPolicy);
   CPPUNIT_TEST(testEngineInvariantsAllPolicies);
   CPPUNIT_TEST(testDeterminism);
   CPPUNIT_TEST(testUnknownPolicy);
@@ -308,6 +310,46 @@ class SimTest : public CppUnit::TestFixture {
       SimResult r = e.run(*p, tm);
       CPPUNIT_ASSERT_DOUBLES_EQUAL(10.0, r.jobs[0].jct_s, 1e-6);
       CPPUNIT_ASSERT_DOUBLES_EQUAL(35.0, r.jobs[1].jct_s, 1e-6);
+    }
+  }
+
+  // A ring spread over nodes is charged the placement's locality model, whichever policy spread
+  // it. Type x measured on one server: v(1) = 1, v(2) = 1.6, v(4) = 2.5 it/s. Two nodes of 2 GPUs
+  // (links 100 and 12.5 GB/s). Job a: 4 GPUs, 100 iterations, so 2 + 2 on both nodes. Per
+  // iteration 0.4 s, of which compute 1 / (4 x 1) = 0.25 s and communication 0.15 s; measured
+  // inside one server and run across nodes, the communication grows by 100 / 12.5: 0.4 + 0.15 x 7
+  // = 1.45 s, JCT 145 s (40 s without the charge, what the engine gave before). Its isolated time
+  // (the FTF denominator) is on the fewest nodes that hold it, the same two: FTF 1. Job b (2 GPUs,
+  // one node) is not charged: 100 / 1.6 = 62.5 s. With equal links nothing is charged. The speed
+  // is the placement's own: market_match of the same job on the same cluster plans it.
+  void testLocalityChargedToEveryPolicy() {
+    TempDir d;
+    ringsched::ThroughputModel tm(ringsched::ProfileTable::load_csv(
+        d.write("p.csv", "model,gpu_type,num_gpus,global_batch,iters_per_s\nm,x,1,32,1\nm,x,2,32,1.6\nm,x,4,32,2.5\n")));
+    Trace t = Trace::load_csv(d.write("t.csv", "job_id,submit_s,model,gpus,iterations\na,0,m,4,100\nb,200,m,2,100\n"));
+    for (const char* links : {"", ",100,100"}) {
+      const bool equal = *links != 0;
+      ringsched::Cluster cl = ringsched::Cluster::load_csv(
+          d.write("c.csv", std::string("node,gpu_type,gpus") + (equal ? ",intra_gbps,inter_gbps" : "") + "\n" +
+                               "n0,x,2" + links + "\nn1,x,2" + links + "\n"));
+      Engine e(cl, t, tm, SimConfig());
+      const double want_a = equal ? 40.0 : 145.0;
+      for (const char* name : {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "combined"}) {
+        SimResult r = e.run(*make_policy(name, PolicyOptions(), tm), tm);
+        CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE(std::string(name) + links, want_a, r.jobs[0].jct_s, 1e-6);
+        CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE(std::string(name) + links, 62.5, r.jobs[1].jct_s, 1e-6);
+        CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE(std::string(name) + links, 1.0, r.ftf_max, 1e-9);
+      }
+      ringsched::PlacementProblem p;
+      p.model = &tm;
+      p.cluster = cl;
+      ringsched::PlacementJob j;
+      j.model = "m";
+      j.remaining = 100;
+      j.min_gpus = j.max_gpus = 4;
+      p.jobs = {j};
+      ringsched::PlacementResult pr = ringsched::market_match(p, {4});
+      CPPUNIT_ASSERT_DOUBLES_EQUAL(100.0 / want_a, pr.jobs[0].iters_per_s, 1e-9);
     }
   }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -114,5 +115,33 @@ std::vector<int> placement_seed_counts(const PlacementProblem& problem);
 // is the MIP's objective; optimal_placement_mip's objective_s equals it on its own result.
 double placement_objective_without_locality(const PlacementProblem& problem,
                                             const PlacementResult& result);
+
+// The locality model above (what place_hetero, the market and the node-level MIP charge), for
+// GPUs that anyone picked: ringsim's engine charges every policy's allocations through it, so
+// that a policy that spreads a ring over nodes is not credited a speed it would not get. Jobs
+// are named by their index in the list given; the fewest nodes that could hold a job are those
+// of the whole cluster (Node::free_gpus is ignored).
+class PlacementLocality {
+ public:
+  struct Job {
+    std::string model;
+    std::vector<std::string> allowed_types;  // empty: any
+  };
+  // Throws InputError as place_hetero does for a job no allowed type of the cluster can run.
+  PlacementLocality(const Cluster& cluster, const ThroughputModel& model, const std::vector<Job>& jobs);
+  ~PlacementLocality();
+  PlacementLocality(const PlacementLocality&) = delete;
+  PlacementLocality& operator=(const PlacementLocality&) = delete;
+  // Job `job`'s speed on `gpus_by_node` (proportional batch split) with the locality of those
+  // nodes, over its speed on the same GPUs per type without it: 1 inside one node or with equal
+  // links, below 1 for a ring measured inside one server and spread over nodes, or spread over
+  // more nodes than both the fewest that hold it and those of its measurement. 0 if the job
+  // cannot run there. Throws InputError for an unknown job or node.
+  double factor(int job, const std::map<std::string, int>& gpus_by_node);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace ringsched
