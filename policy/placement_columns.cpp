@@ -7,6 +7,12 @@
 // splits on a coarser grid, and only the single types and the fastest fill for its other sizes.
 // Columns that another beats on both counts (no more GPUs of any type) and finish time are
 // dropped: no optimum needs them.
+// The count vectors and their time per iteration depend only on the job's model, allowed types,
+// mixing rule and sizes, so jobs that share those (thousands of jobs of a few tens of models)
+// share one valuation (ColumnShape); each job's finish times are its remaining work times
+// those, plus its restart cost, and a job whose finish times sort as another's of its shape
+// keeps the same columns without pruning afresh. The columns and their order are those a job
+// valued alone would get.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +24,7 @@ namespace {
 
 constexpr long kAllMixes = 200;     // enumerate every split of a size up to this many
 constexpr long kPruneColumns = 8000;  // drop dominated columns of jobs with at most this many
+constexpr size_t kPruningsTried = 8;  // a shape's last prunings a job may reuse
 
 }  // namespace
 
@@ -31,7 +38,7 @@ TypeLevelSearch::TypeLevelSearch(const PlacementProblem& p, PlacementSpeeds& spe
   price_.assign(T_, 0.0);
 }
 
-void TypeLevelSearch::add_columns(int i, int n, long allowance, Columns& out) {
+void TypeLevelSearch::add_columns(int i, int n, long allowance, ColumnBlock& out) {
   int j = jobs_[i];
   std::vector<int> types;
   for (int t = 0; t < T_; ++t)
@@ -39,11 +46,8 @@ void TypeLevelSearch::add_columns(int i, int n, long allowance, Columns& out) {
   const std::vector<int>& room = topo_.cap_of_type;
   std::vector<int> c(T_, 0);
   auto add = [&](const std::vector<int>& v) {
-    ++work_;
-    double f = placement_type_level_finish(p_, speeds_, topo_, j, v);
-    if (!std::isfinite(f)) return;
     out.counts.insert(out.counts.end(), v.begin(), v.end());
-    out.finish.push_back(f);
+    out.t_iter.push_back(placement_type_level_iteration_time(speeds_, topo_, j, v, 0));
   };
   int k = static_cast<int>(types.size());
   if (!p_.jobs[j].allow_mixed || k == 1) {
@@ -60,7 +64,7 @@ void TypeLevelSearch::add_columns(int i, int n, long allowance, Columns& out) {
     for_each_split(types, n, room, c, add);
     return;
   }
-  complete_ = false;
+  out.complete = false;
   // Singles, splits between two types (every x, or a coarser grid when the job's share of the
   // budget, `allowance` columns for this size, is short), the fill of the fastest types first.
   long pairs = static_cast<long>(k) * (k - 1) / 2;
@@ -84,43 +88,131 @@ void TypeLevelSearch::add_columns(int i, int n, long allowance, Columns& out) {
   if (placement_fastest_fill(speeds_, j, types, n, room, c) > 2) add(c);
 }
 
-void TypeLevelSearch::prune_dominated(Columns& cols) const {
-  int C = cols.size();
-  std::vector<int> order(C);
-  for (int k = 0; k < C; ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return cols.finish[a] < cols.finish[b]; });
-  Columns kept;
-  kept.counts.reserve(cols.counts.size());
-  kept.finish.reserve(C);
-  // Quick necessary conditions for a kept column d to dominate c: d's types are among c's (as
-  // bits; not checked past 64 types) and d has no more GPUs in all.
-  std::vector<uint64_t> kept_types;
-  std::vector<long> kept_total;
-  for (int k : order) {
-    const int* c = cols.at(k, T_);
-    uint64_t types = 0;
-    long total = 0;
-    for (int t = 0; t < T_; ++t) {
-      if (c[t] > 0 && t < 64) types |= uint64_t{1} << t;
-      total += c[t];
-    }
-    bool dominated = false;
-    if (C <= kPruneColumns)
-      for (int m = 0; m < kept.size() && !dominated; ++m) {
-        if ((kept_types[m] & ~types) != 0 || kept_total[m] > total) continue;
-        const int* d = kept.at(m, T_);
-        bool within = true;
-        for (int t = 0; t < T_ && within; ++t) within = d[t] <= c[t];
-        dominated = within;  // kept ones are no slower (sorted), and use no more of any type
-      }
-    if (dominated) continue;
-    kept.counts.insert(kept.counts.end(), c, c + T_);
-    kept.finish.push_back(cols.finish[k]);
-    kept_types.push_back(types);
-    kept_total.push_back(total);
+int TypeLevelSearch::shape_of(int i, const std::vector<std::pair<int, long>>& calls) {
+  int j = jobs_[i];
+  std::vector<long> key = {speeds_.model_index(j), p_.jobs[j].allow_mixed ? 1 : 0};
+  for (int t = 0; t < T_; ++t) key.push_back(speeds_.allowed(j, t) ? 1 : 0);
+  size_t common = key.size();
+  for (const auto& [n, allowance] : calls) {
+    key.push_back(n);
+    key.push_back(allowance);
   }
-  cols = std::move(kept);
+  auto [it, fresh] = shape_index_.emplace(key, static_cast<int>(shapes_.size()));
+  if (!fresh) return it->second;
+  ColumnShape s;
+  key.resize(common + 2);
+  for (const auto& [n, allowance] : calls) {
+    key[common] = n;
+    key[common + 1] = allowance;
+    auto [b, made] = block_index_.emplace(key, static_cast<int>(blocks_.size()));
+    if (made) {
+      blocks_.emplace_back();
+      add_columns(i, n, allowance, blocks_.back());
+    }
+    const ColumnBlock& block = blocks_[b->second];
+    s.counts.insert(s.counts.end(), block.counts.begin(), block.counts.end());
+    s.t_iter.insert(s.t_iter.end(), block.t_iter.begin(), block.t_iter.end());
+    s.complete = s.complete && block.complete;
+  }
+  s.made = static_cast<long>(s.t_iter.size());
+  s.t_spread.assign(s.t_iter.size(), 0.0);
+  s.spread_known.assign(s.t_iter.size(), 0);
+  shapes_.push_back(std::move(s));
+  return it->second;
+}
+
+// Job i's columns from its shape: finish times from its remaining work and restart cost, those
+// that another beats on both counts (no more GPUs of any type) and finish time dropped, the rest
+// sorted by finish time (ties in the order made).
+void TypeLevelSearch::columns_from_shape(int i, int shape) {
+  ColumnShape& s = shapes_[shape];
+  int j = jobs_[i];
+  const PlacementJob& job = p_.jobs[j];
+  const std::vector<int>& now = topo_.current_types[j];
+  int R = static_cast<int>(s.t_iter.size());
+  std::vector<double>& f = scratch_finish_;
+  std::vector<int>& finite = scratch_finite_;
+  f.resize(R);
+  finite.clear();
+  for (int r = 0; r < R; ++r) {
+    const int* c = s.counts.data() + static_cast<size_t>(r) * T_;
+    f[r] = job.remaining * s.t_iter[r];
+    if (job.running && !std::equal(c, c + T_, now.begin())) f[r] += p_.costs.restart_s;
+    if (std::isfinite(f[r])) finite.push_back(r);
+  }
+  work_ += s.made;
+  if (!s.complete) complete_ = false;
+  // A pruning of the shape holds for this job if its columns sort the same way, ties alike.
+  const Pruning* pruning = nullptr;
+  size_t tried = std::min(s.prunings.size(), kPruningsTried);
+  for (size_t k = s.prunings.size(); tried-- > 0 && k-- > 0 && !pruning;) {
+    const Pruning& was = *s.prunings[k];
+    bool same = was.order.size() == finite.size();
+    for (size_t q = 0; same && q < was.order.size(); ++q) {
+      double a = f[was.order[q]];
+      same = std::isfinite(a);
+      if (same && q + 1 < was.order.size())
+        same = was.tied_next[q] ? a == f[was.order[q + 1]] : a < f[was.order[q + 1]];
+    }
+    if (same) pruning = &was;
+  }
+  if (!pruning) {
+    auto fresh = std::make_unique<Pruning>();
+    Pruning& pr = *fresh;
+    int C = static_cast<int>(finite.size());
+    pr.order = finite;
+    std::sort(pr.order.begin(), pr.order.end(),  // stable: ties in the order made
+              [&](int a, int b) { return f[a] < f[b] || (f[a] == f[b] && a < b); });
+    pr.tied_next.assign(C, 0);
+    for (int q = 0; q + 1 < C; ++q) pr.tied_next[q] = f[pr.order[q]] == f[pr.order[q + 1]];
+    // Quick necessary conditions for a kept column d to dominate c: d's types are among c's (as
+    // bits; not checked past 64 types) and d has no more GPUs in all.
+    std::vector<uint64_t> kept_types;
+    std::vector<long> kept_total;
+    for (int r : pr.order) {
+      const int* c = s.counts.data() + static_cast<size_t>(r) * T_;
+      uint64_t types = 0;
+      long total = 0;
+      for (int t = 0; t < T_; ++t) {
+        if (c[t] > 0 && t < 64) types |= uint64_t{1} << t;
+        total += c[t];
+      }
+      bool dominated = false;
+      if (C <= kPruneColumns)
+        for (size_t m = 0; m < pr.kept.size() && !dominated; ++m) {
+          if ((kept_types[m] & ~types) != 0 || kept_total[m] > total) continue;
+          const int* d = pr.counts.data() + m * T_;
+          bool within = true;
+          for (int t = 0; t < T_ && within; ++t) within = d[t] <= c[t];
+          dominated = within;  // kept ones are no slower (sorted), and use no more of any type
+        }
+      if (dominated) continue;
+      pr.kept.push_back(r);
+      pr.counts.insert(pr.counts.end(), c, c + T_);
+      kept_types.push_back(types);
+      kept_total.push_back(total);
+    }
+    s.prunings.push_back(std::move(fresh));
+    pruning = s.prunings.back().get();
+  }
+  Columns& cols = columns_[i];
+  cols.shape = shape;
+  cols.kept = pruning;
+  cols.finish.resize(pruning->kept.size());
+  for (size_t k = 0; k < pruning->kept.size(); ++k) cols.finish[k] = f[pruning->kept[k]];
+}
+
+double TypeLevelSearch::spread_time(int i, int k) {
+  const Columns& cols = columns_[i];
+  ColumnShape& s = shapes_[cols.shape];
+  int r = cols.kept->kept[k];
+  if (!s.spread_known[r]) {
+    const int* c = cols.at(k, T_);
+    s.t_spread[r] = placement_type_level_iteration_time(speeds_, topo_, jobs_[i],
+                                                        std::vector<int>(c, c + T_), 1);
+    s.spread_known[r] = 1;
+  }
+  return s.t_spread[r];
 }
 
 bool TypeLevelSearch::make_columns() {
@@ -148,12 +240,13 @@ bool TypeLevelSearch::make_columns() {
           .push_back(n);
     long allowance =
         windowed ? std::max<long>(8, share / static_cast<long>(kept.size())) : kAllMixes;
-    for (int n : kept) add_columns(static_cast<int>(i), n, allowance, columns_[i]);
+    std::vector<std::pair<int, long>> calls;
+    for (int n : kept) calls.push_back({n, allowance});
     // The sizes outside the window on one type each and the fastest fill (allowance 1: the
     // coarsest grid of splits): a job the seed made large may do better smaller, on fewer nodes.
-    for (int n : rest) add_columns(static_cast<int>(i), n, 1, columns_[i]);
+    for (int n : rest) calls.push_back({n, 1});
     if (!rest.empty()) complete_ = false;
-    prune_dominated(columns_[i]);
+    columns_from_shape(static_cast<int>(i), shape_of(static_cast<int>(i), calls));
     if (columns_[i].size() == 0) return false;
     reserve_ += 2 * columns_[i].size();
   }

@@ -43,6 +43,9 @@ class PlacementSpeeds {
   const std::vector<int>& usable() const { return usable_; }
   // Whether job j may use type t (allowed and known to the throughput model).
   bool allowed(int job, int type) const { return allowed_[job][type]; }
+  // Index of job j's model among the problem's distinct models: jobs of one model (and the same
+  // allowed types) have the same speed and locality on the same counts.
+  int model_index(int job) const { return model_index_[job]; }
   // iterations/s of job j on counts[t] GPUs of each type t; no locality; 0 if it cannot run.
   double speed(int job, const std::vector<int>& counts);
   double single(int job, int type, int n);
@@ -113,6 +116,12 @@ struct PlacementTopology {
 // the job cannot run on them.
 double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
                                 const std::vector<int>& counts, int nodes, double link_ratio);
+
+// Seconds per iteration of job j on per-type counts, each type on its fewest nodes
+// (PlacementTopology::fewest_nodes()) plus `more_nodes`: the same for every job of j's model
+// and allowed types.
+double placement_type_level_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo,
+                                           int j, const std::vector<int>& counts, int more_nodes);
 
 // Finish time of job j on per-type counts with the locality it cannot avoid (each type on its
 // fewest nodes, PlacementTopology::fewest_nodes()), plus the restart cost when a running job's
@@ -188,6 +197,12 @@ class CategoryFit {
   // The same against other per-type capacities.
   bool holds(const std::vector<long>& need, const std::vector<int>& cap) const;
   bool fits(const std::vector<int>& counts) const;
+  // Hall's condition kept per set of types, updated one job at a time (what a dive does): for
+  // each set, the GPUs the jobs allowed only types of that set need (`within`, from need_of());
+  // holds_within() is then one comparison per set.
+  std::vector<long> within_of(const std::vector<long>& need) const;
+  void change_within(std::vector<long>& within, int j, int from, int to) const;
+  bool holds_within(const std::vector<long>& within, const std::vector<int>& cap) const;
   // fits() for `counts` (whose need is `need`) with (job, new count) changes applied.
   bool fits_changes(const std::vector<long>& need, const std::vector<int>& counts,
                     const std::vector<std::pair<int, int>>& changes) const;

@@ -59,13 +59,8 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
     const Columns& cols = columns_[i];
     spread_loss_[i].assign(cols.size(), 0.0);
     int j = jobs_[i];
-    std::vector<int> c(T_);
     for (int k = 0; k < cols.size(); ++k) {
-      c.assign(cols.at(k, T_), cols.at(k, T_) + T_);
-      int nodes = 0;
-      for (int t = 0; t < T_; ++t) nodes += topo_.fewest_nodes(t, c[t]);
-      double t = placement_iteration_time(speeds_, topo_, j, c, nodes + 1, topo_.link_ratio(c));
-      double spread = p_.jobs[j].remaining * t;
+      double spread = p_.jobs[j].remaining * spread_time(static_cast<int>(i), k);
       spread_loss_[i][k] = std::isfinite(spread) ? spread - cols.finish[k] : 0.0;
     }
     work_ += cols.size();

@@ -26,13 +26,6 @@ constexpr double kMinStep = 1e-4;      // stop once the step factor falls below 
 
 }  // namespace
 
-double TypeLevelSearch::reduced(int i, int k) const {
-  const int* c = columns_[i].at(k, T_);
-  double r = columns_[i].finish[k];
-  for (int t = 0; t < T_; ++t) r += price_[t] * c[t];
-  return r;
-}
-
 // Jobs by regret, largest first: what a job loses at the current prices if it cannot have the
 // types of its cheapest column (its cheapest column on another set of types).
 std::vector<int> TypeLevelSearch::regret_order() const {
@@ -42,7 +35,6 @@ std::vector<int> TypeLevelSearch::regret_order() const {
     const Columns& cols = columns_[i];
     double best = INFINITY, other = INFINITY;
     unsigned best_set = 0;
-    std::vector<std::pair<unsigned, double>> by_set;
     for (int k = 0; k < cols.size(); ++k) {
       const int* c = cols.at(k, T_);
       unsigned set = 0;
@@ -62,11 +54,6 @@ std::vector<int> TypeLevelSearch::regret_order() const {
   for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return regret[a] > regret[b]; });
   return order;
-}
-
-bool TypeLevelSearch::remaining_fit(const std::vector<long>& need,
-                                    const std::vector<int>& room) const {
-  return fit_.holds(need, room);
 }
 
 void TypeLevelSearch::set_incumbent(const std::vector<int>& pick) {
@@ -90,12 +77,12 @@ bool TypeLevelSearch::dive() {
   // What the jobs after each one need at least (their smallest sizes), for Hall's condition.
   std::vector<int> counts(p_.jobs.size(), 0);
   for (int j : jobs_) counts[j] = sizes_[j].front();
-  std::vector<long> need = fit_.need_of(counts);
+  std::vector<long> need = fit_.within_of(fit_.need_of(counts));
   std::vector<int> room = topo_.cap_of_type, pick(n, -1);
   std::vector<int> after(T_);
   for (int i : order) {
     int j = jobs_[i];
-    fit_.change(need, j, counts[j], 0);
+    fit_.change_within(need, j, counts[j], 0);
     const Columns& cols = columns_[i];
     std::vector<char> tried(cols.size(), 0);
     for (;;) {
@@ -111,7 +98,7 @@ bool TypeLevelSearch::dive() {
       if (best < 0) return false;
       const int* c = cols.at(best, T_);
       for (int t = 0; t < T_; ++t) after[t] = room[t] - c[t];
-      if (remaining_fit(need, after)) {
+      if (fit_.holds_within(need, after)) {
         pick[i] = best;
         room = after;
         break;

@@ -29,12 +29,6 @@ bool clearly_better(double candidate, double now) {
 
 }  // namespace
 
-bool TypeLevelSearch::fits(const int* c, const std::vector<int>& room) const {
-  for (int t = 0; t < T_; ++t)
-    if (c[t] > room[t]) return false;
-  return true;
-}
-
 std::vector<int> TypeLevelSearch::counts_of(int j) const {
   for (size_t i = 0; i < jobs_.size(); ++i)
     if (jobs_[i] == j && has_incumbent()) {
@@ -177,15 +171,21 @@ void TypeLevelSearch::branch_and_bound() {
   s.order = regret_order();
   s.ranked.assign(n, {});
   s.ranked_cost.assign(n, {});
+  std::vector<double> key;
   for (size_t i = 0; i < n; ++i) {
+    int C = columns_[i].size();
     std::vector<int>& r = s.ranked[i];
-    r.resize(columns_[i].size());
-    for (int k = 0; k < columns_[i].size(); ++k) r[k] = k;
-    std::vector<double> key(r.size());
-    for (int k = 0; k < columns_[i].size(); ++k) key[k] = reduced(static_cast<int>(i), k);
-    std::stable_sort(r.begin(), r.end(), [&](int a, int b) { return key[a] < key[b]; });
-    for (int k : r) s.ranked_cost[i].push_back(key[k]);
-    work_ += columns_[i].size();
+    r.resize(C);
+    key.resize(C);
+    for (int k = 0; k < C; ++k) {
+      r[k] = k;
+      key[k] = reduced(static_cast<int>(i), k);
+    }
+    std::sort(r.begin(), r.end(),  // stable: ties by column
+              [&](int a, int b) { return key[a] < key[b] || (key[a] == key[b] && a < b); });
+    s.ranked_cost[i].resize(C);
+    for (int q = 0; q < C; ++q) s.ranked_cost[i][q] = key[r[q]];
+    work_ += C;
   }
   s.floor_after.assign(n + 1, 0.0);
   for (size_t d = n; d-- > 0;)

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <limits>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "placement_internal.h"
@@ -75,23 +77,62 @@ class TypeLevelSearch {
   }
 
  private:
+  // Columns that add_columns() makes: count vectors and their seconds per iteration each type
+  // on its fewest nodes, for one model, allowed types and mixing rule. The same for every job
+  // that shares those (thousands of jobs, a few tens of models), so valued once: one block per
+  // (size, allowance), a shape per list of them (a job's sizes and window).
+  struct ColumnBlock {
+    std::vector<int> counts;     // T per column, in the order made
+    std::vector<double> t_iter;  // per column
+    bool complete = true;        // every count vector of the size
+  };
+  // A job's columns kept from its shape's (those no other beats on both counts and finish
+  // time), sorted by finish time: the shape's columns in that order, whether each ties with the
+  // next on finish time, those kept and their counts. Another job of the shape whose finish
+  // times sort the same way (ties alike) keeps the same columns.
+  struct Pruning {
+    std::vector<int> order;
+    std::vector<char> tied_next;
+    std::vector<int> kept;    // shape columns
+    std::vector<int> counts;  // T per kept column
+  };
+  struct ColumnShape {
+    std::vector<int> counts;        // T per column, the blocks' one after the other
+    std::vector<double> t_iter;
+    std::vector<double> t_spread;   // on one node more (the node phase's spread loss); lazily
+    std::vector<char> spread_known;
+    long made = 0;                  // columns valued (work), as if made for this job alone
+    bool complete = true;
+    std::vector<std::unique_ptr<Pruning>> prunings;  // the last is tried first
+  };
   struct Columns {  // one job's columns, sorted by finish time
-    std::vector<int> counts;  // T per column
+    const Pruning* kept = nullptr;  // which of its shape's and their counts
     std::vector<double> finish;
+    int shape = -1;  // in shapes_
     int size() const { return static_cast<int>(finish.size()); }
-    const int* at(int k, int T) const { return counts.data() + static_cast<size_t>(k) * T; }
+    const int* at(int k, int T) const { return kept->counts.data() + static_cast<size_t>(k) * T; }
   };
 
   // columns
-  void add_columns(int job, int n, long allowance, Columns& out);
-  void prune_dominated(Columns& cols) const;
+  void add_columns(int job, int n, long allowance, ColumnBlock& out);
+  int shape_of(int i, const std::vector<std::pair<int, long>>& calls);
+  void columns_from_shape(int i, int shape);
+  double spread_time(int i, int k);
   // prices
-  double reduced(int i, int k) const;  // finish + prices . counts of column k of job i
+  double reduced(int i, int k) const {  // finish + prices . counts of column k of job i
+    const int* c = columns_[i].at(k, T_);
+    double r = columns_[i].finish[k];
+    for (int t = 0; t < T_; ++t) r += price_[t] * c[t];
+    return r;
+  }
   std::vector<int> regret_order() const;
-  bool remaining_fit(const std::vector<long>& need, const std::vector<int>& room) const;
   void set_incumbent(const std::vector<int>& pick);
   // search
-  bool fits(const int* c, const std::vector<int>& room) const;
+  bool fits(const int* c, const std::vector<int>& room) const {
+    for (int t = 0; t < T_; ++t)
+      if (c[t] > room[t]) return false;
+    return true;
+  }
   bool rest_fits(size_t depth, const std::vector<int>& room) const;
   bool improve_one(int i);
   bool improve_pair(int a, int b);
@@ -117,6 +158,12 @@ class TypeLevelSearch {
   int assignments_ = 0;
   bool complete_ = true;  // every count vector of every job is a column
   std::vector<Columns> columns_;
+  std::vector<ColumnShape> shapes_;
+  std::map<std::vector<long>, int> shape_index_;  // key: model, mixing, allowed types, calls
+  std::vector<ColumnBlock> blocks_;
+  std::map<std::vector<long>, int> block_index_;  // key: model, mixing, allowed types, call
+  std::vector<double> scratch_finish_;
+  std::vector<int> scratch_finite_;
   std::vector<double> price_;  // per type
   double bound_ = -std::numeric_limits<double>::infinity();
   bool proven_ = false;

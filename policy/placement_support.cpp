@@ -238,14 +238,19 @@ double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology
                                       speeds.measured_nodes(j, counts), link_ratio);
 }
 
-double placement_type_level_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
-                                   const PlacementTopology& topo, int j,
-                                   const std::vector<int>& counts) {
+double placement_type_level_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo,
+                                           int j, const std::vector<int>& counts, int more_nodes) {
   int nodes = 0;
   for (size_t t = 0; t < counts.size(); ++t)
     nodes += topo.fewest_nodes(static_cast<int>(t), counts[t]);
-  double f = p.jobs[j].remaining *
-             placement_iteration_time(speeds, topo, j, counts, nodes, topo.link_ratio(counts));
+  return placement_iteration_time(speeds, topo, j, counts, nodes + more_nodes,
+                                  topo.link_ratio(counts));
+}
+
+double placement_type_level_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
+                                   const PlacementTopology& topo, int j,
+                                   const std::vector<int>& counts) {
+  double f = p.jobs[j].remaining * placement_type_level_iteration_time(speeds, topo, j, counts, 0);
   if (p.jobs[j].running && counts != topo.current_types[j]) f += p.costs.restart_s;
   return f;
 }
@@ -365,6 +370,40 @@ bool CategoryFit::holds(const std::vector<long>& need, const std::vector<int>& c
       if (m == 0) break;
     }
     if (wanted > have) return false;
+  }
+  return true;
+}
+
+std::vector<long> CategoryFit::within_of(const std::vector<long>& need) const {
+  std::vector<long> within = need;
+  if (!by_sets_) return within;
+  for (int t = 0; t < T_; ++t)  // every subset's need summed into each set
+    for (unsigned s = 0; s < within.size(); ++s)
+      if (s & (1u << t)) within[s] += within[s & ~(1u << t)];
+  return within;
+}
+
+void CategoryFit::change_within(std::vector<long>& within, int j, int from, int to) const {
+  if (!by_sets_) {
+    within[0] += to - from;
+    return;
+  }
+  unsigned m = mask_[j], full = 1u << T_;
+  for (unsigned s = m; s < full; s = (s + 1) | m) within[s] += to - from;  // the sets holding m
+}
+
+bool CategoryFit::holds_within(const std::vector<long>& within, const std::vector<int>& cap) const {
+  if (!by_sets_) {
+    long have = 0;
+    for (int c : cap) have += c;
+    return within[0] <= have;
+  }
+  long have[1u << 12];  // per set: its types' GPUs
+  have[0] = 0;
+  unsigned full = 1u << T_;
+  for (unsigned s = 1; s < full; ++s) {
+    have[s] = have[s & (s - 1)] + cap[__builtin_ctz(s)];
+    if (within[s] > have[s]) return false;
   }
   return true;
 }
