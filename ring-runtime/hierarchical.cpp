@@ -117,7 +117,6 @@ rr make_hier_transport(const BackendContext& ctx, std::unique_ptr<Transport>* ou
   if (topo.is_leader()) {
     std::unique_ptr<TcpRing> ring(new TcpRing);
     ring->spin_us = topo.oversubscribed() ? 1000 : 2000;
-    ring->yield_spin = topo.oversubscribed();
     RINGRT_CHECK(ring->connect(ctx.cfg, ctx.table, topo.leaders, ctx.listen_fd, ctx.deadline));
     across = std::move(ring);
   }

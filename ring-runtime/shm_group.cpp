@@ -42,6 +42,7 @@ namespace {
 constexpr uint64_t kShmMagic = 0x314d485354525252ull;  // "RRRTSHM1"
 constexpr size_t kHeaderBytes = 1024;
 constexpr size_t kRankBytes = 128;
+constexpr unsigned kPauseSpins = 256;  // pause-only spins of a wait (a few microseconds)
 
 struct alignas(64) RankSlot {
   std::atomic<uint64_t> phase;
@@ -289,9 +290,14 @@ rr ShmGroup::wait_cond(int only_idx, uint64_t phase) {
   if (done()) return RINGRT_OK;
   int64_t start = now_ns();
   const int64_t spin_ns = static_cast<int64_t>(spin_us) * 1000;
+  // A few microseconds of pause-spinning catch a peer that is a step behind on its own core;
+  // after that the spin yields. Counting ranks against CPUs does not say whether the CPU is ours
+  // to burn: a torch rank's backward pass, another job, or the peer itself may be waiting for
+  // it (2 ranks on 2 busy cores spent 2 ms spinning per chunk, a 16 MiB allreduce took 194 ms
+  // instead of 3). sched_yield costs a system call when nothing else is runnable.
   for (unsigned i = 1;; ++i) {
     if (done()) return RINGRT_OK;
-    if (yield_spin) sched_yield();
+    if (yield_spin || i > kPauseSpins) sched_yield();
     else RINGRT_PAUSE();
     if ((i & 63) == 0) {
       RINGRT_CHECK(check_abort());
@@ -435,7 +441,7 @@ rr ShmGroup::allgather(const void* send, void* recv, size_t bytes) {
 rr make_shm_transport(const BackendContext& ctx, std::unique_ptr<Transport>* out) {
   std::unique_ptr<ShmGroup> group(new ShmGroup);
   group->yield_spin = ctx.topo.oversubscribed();
-  group->spin_us = ctx.topo.oversubscribed() ? 20 : 2000;
+  group->spin_us = ctx.topo.oversubscribed() ? 20 : 200;
   RINGRT_CHECK(group->attach(ctx.cfg, ctx.table, ctx.topo.local, ctx.deadline));
   *out = std::move(group);
   return RINGRT_OK;

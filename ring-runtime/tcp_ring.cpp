@@ -338,7 +338,7 @@ rr TcpRing::run(uint8_t kind, ringrt_dtype_t t, ringrt_op_t op, int div, uint32_
     }
     if (tick_ && now - last_tick > T / 8) { tick_(); last_tick = now; }
     if (spin_ns > 0 && now - last_progress < spin_ns) {
-      if (yield_spin) sched_yield();
+      sched_yield();
       continue;
     }
     short events[2] = {0, 0};

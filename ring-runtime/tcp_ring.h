@@ -49,10 +49,11 @@ class TcpRing : public Transport {
   TcpAlgorithm algorithm = TcpAlgorithm::kAuto;
   size_t segment_bytes = 256 * 1024;     // pipelining unit; sets the framing, so equal on all members
   size_t small_bytes = 16 * 1024;        // at or below: allgather-then-reduce (n-1 hops)
-  int spin_us = 0;                       // busy-poll before sleeping in poll()
-  // Oversubscribed (more ranks than CPUs): spin with sched_yield(), so that a peer waiting for
-  // a CPU runs at once, instead of sleeping in poll() and paying a wake-up on every step.
-  bool yield_spin = false;
+  // Busy-poll this long after the last progress before sleeping in poll(). The busy-poll yields
+  // the CPU on every turn: a peer or a compute thread waiting for this CPU runs at once (ranks
+  // counted against CPUs do not say whether a CPU is free: a torch rank's own backward pass
+  // wants it), and when nothing else is runnable sched_yield() is one more system call.
+  int spin_us = 0;
   int timeout_ms = 5000;
 
  private:

@@ -178,10 +178,11 @@ rr TcpRing::connect(const Config& cfg, const Table& table, const std::vector<int
 
 rr make_tcp_transport(const BackendContext& ctx, std::unique_ptr<Transport>* out) {
   std::unique_ptr<TcpRing> ring(new TcpRing);
-  // Oversubscribed: 4 ranks on 2 CPUs here, where yielding while spinning cut the 4 KiB
-  // allreduce from ~150 to ~60 us and doubled busbw at 64 KiB-1 MiB against sleeping in poll().
+  // Oversubscribed: 4 ranks on 2 CPUs here, where spinning (yielding) cut the 4 KiB allreduce
+  // from ~150 to ~60 us and doubled busbw at 64 KiB-1 MiB against sleeping in poll(). Not
+  // oversubscribed, a spin that did not yield cost 4 ms per 4 KiB-1 MiB allreduce on a busy
+  // machine (2 ranks, load 5: 4.0-4.4 ms against 0.05-0.5 ms yielding).
   ring->spin_us = ctx.topo.oversubscribed() ? 1000 : 2000;
-  ring->yield_spin = ctx.topo.oversubscribed();
   std::vector<int> all(ctx.topo.world);
   for (int r = 0; r < ctx.topo.world; ++r) all[r] = r;
   RINGRT_CHECK(ring->connect(ctx.cfg, ctx.table, all, ctx.listen_fd, ctx.deadline));
