@@ -17,6 +17,7 @@ FreeGpus::FreeGpus(const Cluster& cluster) {
   layout->types = cluster.types();
   layout->nodes_of_type.assign(layout->types.size(), {});
   free_of_type_.assign(layout->types.size(), 0);
+  layout->by_name.reserve(cluster.nodes.size());
   for (const Node& n : cluster.nodes) {
     int node = static_cast<int>(free_.size());
     int t = static_cast<int>(std::lower_bound(layout->types.begin(), layout->types.end(),

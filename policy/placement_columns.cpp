@@ -47,7 +47,11 @@ void TypeLevelSearch::add_columns(int i, int n, long allowance, ColumnBlock& out
   std::vector<int> c(T_, 0);
   auto add = [&](const std::vector<int>& v) {
     out.counts.insert(out.counts.end(), v.begin(), v.end());
-    out.t_iter.push_back(placement_type_level_iteration_time(speeds_, topo_, j, v, 0));
+    PlacementRing ring = placement_ring(speeds_, topo_, j, v);
+    int nodes = topo_.type_level_nodes(v);
+    double ratio = topo_.link_ratio(v);
+    out.t_iter.push_back(placement_ring_time(ring, nodes, ratio));
+    out.t_spread.push_back(placement_ring_time(ring, nodes + 1, ratio));
   };
   int k = static_cast<int>(types.size());
   if (!p_.jobs[j].allow_mixed || k == 1) {
@@ -112,11 +116,10 @@ int TypeLevelSearch::shape_of(int i, const std::vector<std::pair<int, long>>& ca
     const ColumnBlock& block = blocks_[b->second];
     s.counts.insert(s.counts.end(), block.counts.begin(), block.counts.end());
     s.t_iter.insert(s.t_iter.end(), block.t_iter.begin(), block.t_iter.end());
+    s.t_spread.insert(s.t_spread.end(), block.t_spread.begin(), block.t_spread.end());
     s.complete = s.complete && block.complete;
   }
   s.made = static_cast<long>(s.t_iter.size());
-  s.t_spread.assign(s.t_iter.size(), 0.0);
-  s.spread_known.assign(s.t_iter.size(), 0);
   shapes_.push_back(std::move(s));
   return it->second;
 }
@@ -189,6 +192,9 @@ void TypeLevelSearch::columns_from_shape(int i, int shape) {
       if (dominated) continue;
       pr.kept.push_back(r);
       pr.counts.insert(pr.counts.end(), c, c + T_);
+      unsigned set = 0;
+      for (int t = 0; t < T_; ++t) set |= c[t] > 0 ? 1u << (t % 32) : 0u;
+      pr.sets.push_back(set);
       kept_types.push_back(types);
       kept_total.push_back(total);
     }
@@ -202,17 +208,9 @@ void TypeLevelSearch::columns_from_shape(int i, int shape) {
   for (size_t k = 0; k < pruning->kept.size(); ++k) cols.finish[k] = f[pruning->kept[k]];
 }
 
-double TypeLevelSearch::spread_time(int i, int k) {
+double TypeLevelSearch::spread_time(int i, int k) const {
   const Columns& cols = columns_[i];
-  ColumnShape& s = shapes_[cols.shape];
-  int r = cols.kept->kept[k];
-  if (!s.spread_known[r]) {
-    const int* c = cols.at(k, T_);
-    s.t_spread[r] = placement_type_level_iteration_time(speeds_, topo_, jobs_[i],
-                                                        std::vector<int>(c, c + T_), 1);
-    s.spread_known[r] = 1;
-  }
-  return s.t_spread[r];
+  return shapes_[cols.shape].t_spread[cols.kept->kept[k]];
 }
 
 bool TypeLevelSearch::make_columns() {

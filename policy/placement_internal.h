@@ -73,6 +73,7 @@ class PlacementSpeeds {
   int pack_bits_ = 0;  // bits per type in a packed key; 0: never packed
   // Single-type speeds per (model, type), indexed by GPU count; < 0: not asked yet.
   std::vector<std::vector<std::vector<double>>> single_cache_;
+  std::vector<ThroughputModel::MixedPart> parts_;  // scratch of speed()
   long evaluations_ = 0;
 };
 
@@ -102,6 +103,8 @@ struct PlacementTopology {
   int min_nodes(int j, int n) const;
   // Fewest nodes of type t that can hold n of its GPUs (the largest first).
   int fewest_nodes(int t, int n) const;
+  // Their sum over the types of per-type counts (each type on its fewest nodes).
+  int type_level_nodes(const std::vector<int>& counts) const;
   // Link ratio (min intra / min inter) of the nodes of the types with counts > 0.
   double link_ratio(const std::vector<int>& counts) const;
 
@@ -116,6 +119,17 @@ struct PlacementTopology {
 // the job cannot run on them.
 double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
                                 const std::vector<int>& counts, int nodes, double link_ratio);
+// placement_iteration_time() in two steps, for callers that try one count vector on several
+// numbers of nodes: what does not depend on the nodes (the speed as profiled, its compute part,
+// the fewest nodes that could hold the job, the servers of the measurement), then the time.
+struct PlacementRing {
+  bool runs = false;  // false: the job cannot run on these counts (the time is infinite)
+  double t_iter = 0, t_compute = 0;
+  int min_nodes = 1, measured_nodes = 1;
+};
+PlacementRing placement_ring(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                             const std::vector<int>& counts);
+double placement_ring_time(const PlacementRing& ring, int nodes, double link_ratio);
 
 // Seconds per iteration of job j on per-type counts, each type on its fewest nodes
 // (PlacementTopology::fewest_nodes()) plus `more_nodes`: the same for every job of j's model

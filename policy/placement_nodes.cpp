@@ -28,22 +28,27 @@ bool clearly_below(double candidate, double now) {
 }  // namespace
 
 double TypeLevelSearch::pack(std::vector<std::vector<std::pair<int, int>>>& package,
-                             std::vector<double>& finish, bool trial) {
+                             std::vector<double>& finish, const std::vector<double>* base) {
   size_t n = jobs_.size();
-  std::vector<std::vector<int>> counts(p_.jobs.size());
-  std::vector<double> loss(p_.jobs.size(), 0.0);
+  std::vector<std::vector<int>>& counts = pack_counts_;  // reused: no allocation per trial
+  counts.resize(p_.jobs.size());
+  pack_loss_.assign(p_.jobs.size(), 0.0);
   for (size_t i = 0; i < n; ++i) {
     int j = jobs_[i];
     const int* c = columns_[i].at(incumbent_[i], T_);
     counts[j].assign(c, c + T_);
-    loss[j] = spread_loss_[i][incumbent_[i]];
+    pack_loss_[j] = spread_loss_[i][incumbent_[i]];
   }
-  if (trial) work_ += static_cast<long>(n + topo_.nodes.size());
-  if (!packer_->pack(counts, loss, package)) return INFINITY;
-  finish.assign(n, 0.0);
+  if (base) work_ += static_cast<long>(n + topo_.nodes.size());
+  if (!packer_->pack(counts, pack_loss_, package)) return INFINITY;
+  finish.resize(n);
   double total = 0;
   for (size_t i = 0; i < n; ++i) {
-    finish[i] = placement_package_finish(p_, speeds_, topo_, jobs_[i], package[jobs_[i]]);
+    int j = jobs_[i];
+    // A job the trial left where the incumbent's packing put it finishes as it did there.
+    finish[i] = base && package[j] == package_[j]
+                    ? (*base)[i]
+                    : placement_package_finish(p_, speeds_, topo_, j, package[j]);
     total += finish[i];
   }
   return total;
@@ -67,7 +72,7 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
   }
   std::vector<double> finish, trial_finish;
   std::vector<std::vector<std::pair<int, int>>> trial;
-  double now = pack(package_, finish, false);
+  double now = pack(package_, finish, nullptr);
   for (int round = 0; round < kNodeRounds && !out_of_work(); ++round) {
     std::vector<int> losers;
     auto lost = [&](int i) { return finish[i] - columns_[i].finish[incumbent_[i]]; };
@@ -85,7 +90,7 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
         before.push_back(incumbent_[i]);
         incumbent_[i] = k;
       }
-      double total = pack(trial, trial_finish, true);
+      double total = pack(trial, trial_finish, &finish);
       for (size_t m = move.size(); m-- > 0;) incumbent_[move[m].first] = before[m];
       if (clearly_below(total, best)) {
         best = total;
@@ -133,7 +138,7 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
     }
     if (best_move.empty()) break;
     for (const auto& [i, k] : best_move) apply(i, k);
-    now = pack(package_, finish, false);
+    now = pack(package_, finish, nullptr);
   }
   node_objective_ = now;
 }

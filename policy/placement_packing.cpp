@@ -21,7 +21,8 @@ bool NodePacker::pack(const std::vector<std::vector<int>>& counts,
                       std::vector<std::vector<std::pair<int, int>>>& package) const {
   int J = static_cast<int>(counts.size());
   int T = static_cast<int>(topo_.nodes_of_type.size());
-  package.assign(J, {});
+  package.resize(J);
+  for (std::vector<std::pair<int, int>>& p : package) p.clear();  // capacity kept for the next
   FreeGpus free = free_;
   std::vector<std::vector<int>> need = counts;
   for (std::vector<int>& c : need) c.resize(T, 0);

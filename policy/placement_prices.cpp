@@ -36,9 +36,7 @@ std::vector<int> TypeLevelSearch::regret_order() const {
     double best = INFINITY, other = INFINITY;
     unsigned best_set = 0;
     for (int k = 0; k < cols.size(); ++k) {
-      const int* c = cols.at(k, T_);
-      unsigned set = 0;
-      for (int t = 0; t < T_; ++t) set |= c[t] > 0 ? 1u << (t % 32) : 0u;
+      unsigned set = cols.kept->sets[k];
       double r = reduced(static_cast<int>(i), k);
       if (r < best) {
         if (set != best_set) other = std::min(other, best);

@@ -147,8 +147,7 @@ void TypeLevelSearch::search(size_t depth, double partial) {
   const std::vector<int>& ranked = s.ranked[i];
   const std::vector<double>& cost = s.ranked_cost[i];
   for (size_t r = 0; r < ranked.size(); ++r) {
-    ++work_;
-    if (out_of_work()) {
+    if (++work_ >= s.stop) {  // out_of_work()
       s.aborted = true;
       return;
     }
@@ -220,6 +219,7 @@ void TypeLevelSearch::branch_and_bound() {
   s.rooms[0] = topo_.cap_of_type;
   s.pick.assign(n, -1);
   s.aborted = false;
+  s.stop = std::min(limit_, budget_ - reserve_);
   search(0, 0.0);
   if (!s.aborted) {  // no assignment is below best_ by more than the tolerance
     proven_ = true;

@@ -83,8 +83,9 @@ class TypeLevelSearch {
   // (size, allowance), a shape per list of them (a job's sizes and window).
   struct ColumnBlock {
     std::vector<int> counts;     // T per column, in the order made
-    std::vector<double> t_iter;  // per column
-    bool complete = true;        // every count vector of the size
+    std::vector<double> t_iter;    // per column
+    std::vector<double> t_spread;  // on one node more (the node phase's spread loss)
+    bool complete = true;          // every count vector of the size
   };
   // A job's columns kept from its shape's (those no other beats on both counts and finish
   // time), sorted by finish time: the shape's columns in that order, whether each ties with the
@@ -93,14 +94,13 @@ class TypeLevelSearch {
   struct Pruning {
     std::vector<int> order;
     std::vector<char> tied_next;
-    std::vector<int> kept;    // shape columns
-    std::vector<int> counts;  // T per kept column
+    std::vector<int> kept;       // shape columns
+    std::vector<int> counts;     // T per kept column
+    std::vector<unsigned> sets;  // per kept column: the types it uses, as bits (t % 32)
   };
   struct ColumnShape {
     std::vector<int> counts;        // T per column, the blocks' one after the other
-    std::vector<double> t_iter;
-    std::vector<double> t_spread;   // on one node more (the node phase's spread loss); lazily
-    std::vector<char> spread_known;
+    std::vector<double> t_iter, t_spread;
     long made = 0;                  // columns valued (work), as if made for this job alone
     bool complete = true;
     std::vector<std::unique_ptr<Pruning>> prunings;  // the last is tried first
@@ -117,7 +117,7 @@ class TypeLevelSearch {
   void add_columns(int job, int n, long allowance, ColumnBlock& out);
   int shape_of(int i, const std::vector<std::pair<int, long>>& calls);
   void columns_from_shape(int i, int shape);
-  double spread_time(int i, int k);
+  double spread_time(int i, int k) const;  // column k of job i on one node more
   // prices
   double reduced(int i, int k) const {  // finish + prices . counts of column k of job i
     const int* c = columns_[i].at(k, T_);
@@ -139,9 +139,10 @@ class TypeLevelSearch {
   void apply(int i, int k);
   void search(size_t depth, double partial);
   // nodes
-  // The incumbent packed; its node-level objective. A trial (not the result) counts as work.
+  // The incumbent packed; its node-level objective. A trial (not the result) counts as work;
+  // `base`: for a trial, the finish times of package_ (jobs packed as there keep them).
   double pack(std::vector<std::vector<std::pair<int, int>>>& package, std::vector<double>& finish,
-              bool trial);
+              const std::vector<double>* base);
 
   const PlacementProblem& p_;
   PlacementSpeeds& speeds_;
@@ -176,6 +177,8 @@ class TypeLevelSearch {
   const NodePacker* packer_ = nullptr;
   std::vector<std::vector<double>> spread_loss_;  // per job index and column
   std::vector<std::vector<std::pair<int, int>>> package_;
+  std::vector<std::vector<int>> pack_counts_;  // scratch of pack()
+  std::vector<double> pack_loss_;
   double node_objective_ = std::numeric_limits<double>::infinity();
   // Branch and bound state.
   struct Node {
@@ -188,6 +191,7 @@ class TypeLevelSearch {
     std::vector<std::vector<std::pair<unsigned, long>>> need_sets;
     std::vector<std::vector<int>> rooms;      // per depth: GPUs per type left
     std::vector<int> pick;
+    long stop = 0;  // work at which out_of_work() becomes true (fixed while it searches)
     bool aborted = false;
   } bb_;
 };

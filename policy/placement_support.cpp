@@ -76,6 +76,33 @@ class KnownTypes {
   std::map<std::string, std::vector<bool>> known_;
 };
 
+// Per job, whether it may use each of `types` (listed by it, or it lists none, and known for
+// its model), worked out once per distinct (model, listed types): the planner passes thousands
+// of jobs of a few tens of them.
+std::vector<std::vector<bool>> jobs_allowed(const PlacementProblem& p,
+                                            const std::vector<std::string>& types,
+                                            const KnownTypes& known) {
+  using Key = std::pair<const std::string*, const std::vector<std::string>*>;
+  auto less = [](const Key& a, const Key& b) {
+    return *a.first != *b.first ? *a.first < *b.first : *a.second < *b.second;
+  };
+  std::map<Key, size_t, decltype(less)> first(less);
+  std::vector<std::vector<bool>> out(p.jobs.size());
+  for (size_t j = 0; j < p.jobs.size(); ++j) {
+    const PlacementJob& job = p.jobs[j];
+    auto [it, fresh] = first.emplace(Key{&job.model, &job.allowed_types}, j);
+    if (!fresh) {
+      out[j] = out[it->second];
+      continue;
+    }
+    std::vector<std::string> listed = listed_types(job);
+    out[j].assign(types.size(), false);
+    for (size_t t = 0; t < types.size(); ++t)
+      out[j][t] = type_listed(listed, types[t]) && known.of(job.model)[t];
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string placement_job_name(const PlacementProblem& p, int j) {
@@ -223,10 +250,11 @@ double PlacementTopology::link_ratio(const std::vector<int>& counts) const {
   return intra / inter;
 }
 
-double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
-                                const std::vector<int>& counts, int nodes, double link_ratio) {
+PlacementRing placement_ring(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                             const std::vector<int>& counts) {
+  PlacementRing ring;
   double v = speeds.speed(j, counts);
-  if (v <= 0) return INFINITY;
+  if (v <= 0) return ring;
   double sum_v1 = 0;
   int n = 0;
   for (int t = 0; t < speeds.num_types(); ++t)
@@ -234,16 +262,34 @@ double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology
       sum_v1 += counts[t] * speeds.single(j, t, 1);
       n += counts[t];
     }
-  return iteration_time_with_locality(1.0 / v, 1.0 / sum_v1, nodes, topo.min_nodes(j, n),
-                                      speeds.measured_nodes(j, counts), link_ratio);
+  ring.runs = true;
+  ring.t_iter = 1.0 / v;
+  ring.t_compute = 1.0 / sum_v1;
+  ring.min_nodes = topo.min_nodes(j, n);
+  ring.measured_nodes = speeds.measured_nodes(j, counts);
+  return ring;
+}
+
+double placement_ring_time(const PlacementRing& ring, int nodes, double link_ratio) {
+  if (!ring.runs) return INFINITY;
+  return iteration_time_with_locality(ring.t_iter, ring.t_compute, nodes, ring.min_nodes,
+                                      ring.measured_nodes, link_ratio);
+}
+
+double placement_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo, int j,
+                                const std::vector<int>& counts, int nodes, double link_ratio) {
+  return placement_ring_time(placement_ring(speeds, topo, j, counts), nodes, link_ratio);
+}
+
+int PlacementTopology::type_level_nodes(const std::vector<int>& counts) const {
+  int nodes = 0;
+  for (size_t t = 0; t < counts.size(); ++t) nodes += fewest_nodes(static_cast<int>(t), counts[t]);
+  return nodes;
 }
 
 double placement_type_level_iteration_time(PlacementSpeeds& speeds, const PlacementTopology& topo,
                                            int j, const std::vector<int>& counts, int more_nodes) {
-  int nodes = 0;
-  for (size_t t = 0; t < counts.size(); ++t)
-    nodes += topo.fewest_nodes(static_cast<int>(t), counts[t]);
-  return placement_iteration_time(speeds, topo, j, counts, nodes + more_nodes,
+  return placement_iteration_time(speeds, topo, j, counts, topo.type_level_nodes(counts) + more_nodes,
                                   topo.link_ratio(counts));
 }
 
@@ -269,21 +315,32 @@ OnNodes on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds, const Place
                  int j, const std::vector<std::pair<int, int>>& package) {
   OnNodes out;
   std::vector<int> counts(speeds.num_types(), 0);
-  std::map<int, int> by_node;
+  std::vector<std::pair<int, int>> by_node;  // (node, GPUs), one per node, by node
   double min_intra = INFINITY, min_inter = INFINITY;
   for (const auto& [n, g] : package) {
     if (g <= 0) continue;
-    by_node[n] += g;
+    by_node.push_back({n, g});
     counts[topo.nodes[n].type] += g;
     min_intra = std::min(min_intra, topo.nodes[n].intra);
     min_inter = std::min(min_inter, topo.nodes[n].inter);
   }
   if (by_node.empty()) return out;
-  out.t_iter = placement_iteration_time(speeds, topo, j, counts, static_cast<int>(by_node.size()),
+  std::sort(by_node.begin(), by_node.end());
+  size_t distinct = 0;
+  for (size_t k = 0; k < by_node.size(); ++k)
+    if (distinct > 0 && by_node[distinct - 1].first == by_node[k].first)
+      by_node[distinct - 1].second += by_node[k].second;
+    else
+      by_node[distinct++] = by_node[k];
+  by_node.resize(distinct);
+  out.t_iter = placement_iteration_time(speeds, topo, j, counts, static_cast<int>(distinct),
                                         min_intra / min_inter);
   if (p.jobs[j].running) {
-    std::map<int, int> now(topo.current[j].begin(), topo.current[j].end());
-    out.restart = topo.current[j].empty() || now != by_node;
+    const std::vector<std::pair<int, int>>& now = topo.current[j];  // distinct nodes, GPUs > 0
+    bool same = now.size() == distinct;
+    for (size_t k = 0; k < now.size() && same; ++k)
+      same = std::find(by_node.begin(), by_node.end(), now[k]) != by_node.end();
+    out.restart = now.empty() || !same;
   }
   return out;
 }
@@ -429,6 +486,7 @@ void validate_placement_problem(const PlacementProblem& p) {
   p.cluster.validate();
   std::vector<std::string> types = p.cluster.types();
   KnownTypes known(p, types);
+  std::vector<std::vector<bool>> allowed = jobs_allowed(p, types, known);
   for (size_t i = 0; i < p.jobs.size(); ++i) {
     int j = static_cast<int>(i);
     const PlacementJob& job = p.jobs[i];
@@ -441,10 +499,8 @@ void validate_placement_problem(const PlacementProblem& p) {
     if (job.max_gpus < job.min_gpus)
       throw InputError(placement_job_name(p, j) + ": max_gpus " + std::to_string(job.max_gpus) +
                        " is below min_gpus " + std::to_string(job.min_gpus));
-    std::vector<std::string> listed = listed_types(job);
     bool runnable = false;
-    for (size_t t = 0; t < types.size(); ++t)
-      runnable = runnable || (type_listed(listed, types[t]) && known.of(job.model)[t]);
+    for (size_t t = 0; t < types.size(); ++t) runnable = runnable || allowed[i][t];
     if (!runnable)
       throw InputError(placement_job_name(p, j) +
                        ": no GPU type of the cluster is both allowed and known for its model");
@@ -508,12 +564,7 @@ PlacementSpeeds::PlacementSpeeds(const PlacementProblem& p) : problem_(p) {
     int& most = measured_max_[m->second][t - types_.begin()];
     most = std::max(most, pt.num_gpus);
   }
-  allowed_.assign(p.jobs.size(), std::vector<bool>(types_.size(), false));
-  for (size_t j = 0; j < p.jobs.size(); ++j) {
-    std::vector<std::string> listed = listed_types(p.jobs[j]);
-    for (size_t t = 0; t < types_.size(); ++t)
-      allowed_[j][t] = type_listed(listed, types_[t]) && known.of(p.jobs[j].model)[t];
-  }
+  allowed_ = jobs_allowed(p, types_, known);
 }
 
 double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
@@ -545,7 +596,8 @@ double PlacementSpeeds::speed(int job, const std::vector<int>& counts) {
   if (kinds == 1) {
     v = problem_.model->iters_per_s(model_names_[m], types_[only], total);
   } else if (kinds > 1) {
-    std::vector<ThroughputModel::MixedPart> parts;
+    std::vector<ThroughputModel::MixedPart>& parts = parts_;
+    parts.clear();
     for (size_t t = 0; t < counts.size(); ++t)
       if (counts[t] > 0)
         parts.push_back({counts[t], single(job, static_cast<int>(t), 1),

@@ -9,7 +9,9 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 
 #include "ringsched/doubling.h"
@@ -167,7 +169,8 @@ std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes)
 Plan Planner::plan(const Snapshot& snap) const {
   auto t0 = std::chrono::steady_clock::now();
   snap.cluster.validate();
-  std::set<std::string> ids;
+  std::unordered_set<std::string_view> ids;
+  ids.reserve(snap.jobs.size());
   for (const Job& j : snap.jobs) {
     j.validate();
     if (!ids.insert(j.id).second) throw InputError("job " + j.id + ": listed twice");
@@ -199,24 +202,40 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::map<std::string, int> gpus_by_type;
   for (const Node& nd : cluster.nodes) gpus_by_type[nd.gpu_type] += nd.gpus;
   std::vector<JobView> views(n);
+  // Jobs of one model and allowed types see the same types (thousands of jobs, a few tens of
+  // models): worked out for the first, copied to the others.
+  using ViewKey = std::pair<const std::string*, const std::vector<std::string>*>;
+  auto view_less = [](const ViewKey& a, const ViewKey& b) {
+    return *a.first != *b.first ? *a.first < *b.first : *a.second < *b.second;
+  };
+  std::map<ViewKey, int, decltype(view_less)> first_view(view_less);
   for (int i = 0; i < n; ++i) {
     JobView& v = views[i];
     const Job& j = snap.jobs[i];
     v.job = &j;
-    std::vector<std::pair<double, const std::string*>> by_speed;  // at 1 GPU, fastest first
-    for (const std::string& t : cluster_types)
-      if (j.allows(t) && model.knows(j.model, t)) by_speed.emplace_back(model.iters_per_s(j.model, t, 1), &t);
-    std::stable_sort(by_speed.begin(), by_speed.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (const auto& entry : by_speed) v.types.push_back(*entry.second);
-    v.known = !v.types.empty();
-    if (v.known) {
-      v.best_type = v.types.front();
-      v.predicted = model.is_predicted(j.model, v.best_type);
+    auto [same, fresh] = first_view.emplace(ViewKey{&j.model, &j.allowed_types}, i);
+    if (!fresh) {
+      const JobView& w = views[same->second];
+      v.types = w.types;
+      v.best_type = w.best_type;
+      v.known = w.known;
+      v.predicted = w.predicted;
     } else {
-      // Unknown everywhere: it still runs, on any allowed type, at its requested size.
+      std::vector<std::pair<double, const std::string*>> by_speed;  // at 1 GPU, fastest first
       for (const std::string& t : cluster_types)
-        if (j.allows(t)) v.types.push_back(t);
+        if (j.allows(t) && model.knows(j.model, t)) by_speed.emplace_back(model.iters_per_s(j.model, t, 1), &t);
+      std::stable_sort(by_speed.begin(), by_speed.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (const auto& entry : by_speed) v.types.push_back(*entry.second);
+      v.known = !v.types.empty();
+      if (v.known) {
+        v.best_type = v.types.front();
+        v.predicted = model.is_predicted(j.model, v.best_type);
+      } else {
+        // Unknown everywhere: it still runs, on any allowed type, at its requested size.
+        for (const std::string& t : cluster_types)
+          if (j.allows(t)) v.types.push_back(t);
+      }
     }
     int cap = total_gpus;
     if (j.elastic) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -62,7 +63,7 @@ class FreeGpus {
     std::vector<int> place_in_type;             // node -> its position in nodes_of_type
     std::vector<std::string> types;             // sorted
     std::vector<std::vector<int>> nodes_of_type;
-    std::map<std::string, int> by_name;
+    std::unordered_map<std::string, int> by_name;
     // The index by free count (see below), per type: the largest count it holds (0: none), the
     // 64-bit words of one count's set of nodes, where the type's sets and counters start.
     std::vector<int> most;
