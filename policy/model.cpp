@@ -7,7 +7,9 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
 
 #include "ringsched/csv.h"
 
@@ -82,7 +84,8 @@ Cluster Cluster::load_csv(const std::string& path) {
 
 void Cluster::validate() const {
   if (nodes.empty()) throw InputError("cluster: no nodes");
-  std::set<std::string> seen;
+  std::unordered_set<std::string_view> seen;  // thousands of nodes: hashed, not ordered
+  seen.reserve(nodes.size());
   for (const Node& n : nodes) {
     if (n.name.empty()) throw InputError("cluster: a node has an empty name");
     if (!seen.insert(n.name).second) throw InputError("cluster: node '" + n.name + "' listed twice");
@@ -106,9 +109,12 @@ int Cluster::usable_gpus() const {
 }
 
 std::vector<std::string> Cluster::types() const {
-  std::set<std::string> s;
-  for (const Node& n : nodes) s.insert(n.gpu_type);
-  return {s.begin(), s.end()};
+  // Thousands of nodes of a few types: a look among the types seen, not a set insert per node.
+  std::vector<std::string> out;
+  for (const Node& n : nodes)
+    if (std::find(out.begin(), out.end(), n.gpu_type) == out.end()) out.push_back(n.gpu_type);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 int Cluster::gpus_of_type(const std::string& type) const {

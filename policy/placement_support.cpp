@@ -26,6 +26,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "placement_internal.h"
 
@@ -487,6 +489,12 @@ void validate_placement_problem(const PlacementProblem& p) {
   std::vector<std::string> types = p.cluster.types();
   KnownTypes known(p, types);
   std::vector<std::vector<bool>> allowed = jobs_allowed(p, types, known);
+  std::unordered_set<std::string_view> names;  // the nodes, for running jobs' GPUs
+  for (const PlacementJob& job : p.jobs)
+    if (job.running && !job.current.empty() && names.empty()) {
+      names.reserve(p.cluster.nodes.size());
+      for (const Node& n : p.cluster.nodes) names.insert(n.name);
+    }
   for (size_t i = 0; i < p.jobs.size(); ++i) {
     int j = static_cast<int>(i);
     const PlacementJob& job = p.jobs[i];
@@ -508,7 +516,7 @@ void validate_placement_problem(const PlacementProblem& p) {
       for (const auto& [node, g] : job.current) {
         if (g < 0)
           throw InputError(placement_job_name(p, j) + ": negative GPU count on node " + node);
-        if (g > 0 && !p.cluster.find(node))
+        if (g > 0 && !names.count(node))
           throw InputError(placement_job_name(p, j) + ": holds GPUs on unknown node '" + node +
                            "'");
       }
