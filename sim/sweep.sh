@@ -10,7 +10,8 @@
 # 1 minute of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
 # 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
 # --links INTRA,INTER: every node's link speeds in GB/s (default: the cluster CSV's defaults,
-# 100 and 12.5); e.g. 100,100 takes the placement's locality charge out (ringsim charges none).
+# 100 and 12.5); e.g. 100,100 takes the locality charge out of the placement and of ringsim's
+# engine, which charges every policy's allocation the placement's model.
 # --seeds S1,S2,...: the seeds of the traces and the planner (default 1; --full: 1,2,3).
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
