@@ -15,6 +15,8 @@
 #                                     only the Slurm integration tests (or the named ones) on
 #                                     that Slurm, building only what they need: what the plain
 #                                     run adds for 26.05
+# Each test program has $RINGSCHED_TEST_TIMEOUT seconds (default 1200); one still running then
+# is stopped and counted as a failure, with the last lines of its log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -46,6 +48,7 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] || [ -n "$(find . -name 
   autoreconf -fi >/dev/null 2>&1 || { autoreconf -fi; echo "0 passed, 1 failed"; exit 1; }
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
+program_timeout=${RINGSCHED_TEST_TIMEOUT:-1200}
 passed=0
 failed=0
 skipped=""  # summed only from programs whose closing line counts skips
@@ -105,8 +108,11 @@ run_programs() {
     log "run $p ($dir)"
     t0=$(date +%s)
     out="$dir/tests/$p.log"
-    (cd "$dir/tests" && ./"$p") >"$out" 2>&1
+    # A deadline per program: a hang fails that program, with its log's last lines, and the
+    # suite goes on (a CI run has 90 minutes for everything; the slowest program takes ~4).
+    (cd "$dir/tests" && timeout -k 30 "$program_timeout" ./"$p") >"$out" 2>&1
     rc=$?
+    [ "$rc" -eq 124 ] && log "$p still running after $program_timeout s: stopped (RINGSCHED_TEST_TIMEOUT)"
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -1)
     grep -E '^(PASS|FAIL|SKIP|     )' "$out" | grep -v '^PASS' || true
     if [ -n "$summary" ]; then

@@ -63,6 +63,7 @@ class WrapperTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(profile_reports_are_bounded);
   CPPUNIT_TEST(bad_options_are_named);
   CPPUNIT_TEST(errors_name_the_launchers_rank);
+  CPPUNIT_TEST(a_hung_command_fails_its_test_at_the_deadline);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -365,6 +366,25 @@ class WrapperTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(out, rc != 0);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "ringrun-train[rank 1]: ringrt_init() failed"));
     CPPUNIT_ASSERT_MESSAGE(out, !contains(out, "ringrun-train[rank -1]"));
+  }
+
+  // The tests' own deadline (process_util.h): a command that hangs, and what it started, are
+  // killed, and the test sees 124 with what was still running, instead of waiting forever.
+  void a_hung_command_fails_its_test_at_the_deadline() {
+    std::string out;
+    const auto t0 = std::chrono::steady_clock::now();
+    CPPUNIT_ASSERT_EQUAL(124, run("echo started; sleep 100 & sleep 101", &out, 1));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CPPUNIT_ASSERT_MESSAGE(out, took < 10);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "started") && contains(out, "still running after 1 s"));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "sleep 100") && contains(out, "sleep 101"));
+    std::string left;
+    run("pgrep -f '^sleep 10[01]$' || true", &left);
+    CPPUNIT_ASSERT_MESSAGE(left, left.empty());
+    CPPUNIT_ASSERT_EQUAL(3, run("exit 3", &out, 5));
+    const pid_t pid = spawn("exec sleep 100", "/dev/null");
+    CPPUNIT_ASSERT_EQUAL(124, wait_status(pid, 1));
+    CPPUNIT_ASSERT(kill(pid, 0) != 0);
   }
 };
 
