@@ -105,6 +105,8 @@ int TypeLevelSearch::shape_of(int i, const std::vector<std::pair<int, long>>& ca
   if (!fresh) return it->second;
   ColumnShape s;
   key.resize(common + 2);
+  std::vector<int> parts;  // its blocks, in the order of the calls
+  size_t columns = 0;
   for (const auto& [n, allowance] : calls) {
     key[common] = n;
     key[common + 1] = allowance;
@@ -113,7 +115,14 @@ int TypeLevelSearch::shape_of(int i, const std::vector<std::pair<int, long>>& ca
       blocks_.emplace_back();
       add_columns(i, n, allowance, blocks_.back());
     }
-    const ColumnBlock& block = blocks_[b->second];
+    parts.push_back(b->second);
+    columns += blocks_[b->second].t_iter.size();
+  }
+  s.counts.reserve(columns * T_);  // no growth slack: a first pass's memory is fresh pages
+  s.t_iter.reserve(columns);
+  s.t_spread.reserve(columns);
+  for (int b : parts) {
+    const ColumnBlock& block = blocks_[b];
     s.counts.insert(s.counts.end(), block.counts.begin(), block.counts.end());
     s.t_iter.insert(s.t_iter.end(), block.t_iter.begin(), block.t_iter.end());
     s.t_spread.insert(s.t_spread.end(), block.t_spread.begin(), block.t_spread.end());
@@ -198,6 +207,9 @@ void TypeLevelSearch::columns_from_shape(int i, int shape) {
       kept_types.push_back(types);
       kept_total.push_back(total);
     }
+    pr.kept.shrink_to_fit();  // kept for the whole search: without growth slack
+    pr.counts.shrink_to_fit();
+    pr.sets.shrink_to_fit();
     s.prunings.push_back(std::move(fresh));
     pruning = s.prunings.back().get();
   }
@@ -248,6 +260,15 @@ bool TypeLevelSearch::make_columns() {
     if (columns_[i].size() == 0) return false;
     reserve_ += 2 * columns_[i].size();
   }
+  // The blocks are copied into the shapes, and a pruning's order only serves to reuse it: done
+  // with, so the later phases reuse their memory instead of touching fresh heap pages.
+  blocks_ = {};
+  block_index_.clear();
+  for (ColumnShape& s : shapes_)
+    for (std::unique_ptr<Pruning>& pr : s.prunings) {
+      pr->order = {};
+      pr->tied_next = {};
+    }
   return true;
 }
 

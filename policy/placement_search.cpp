@@ -225,6 +225,9 @@ void TypeLevelSearch::branch_and_bound() {
     proven_ = true;
     bound_ = std::max(bound_, best_ * (1 - kTypeLevelTolerance));
   }
+  // Its rankings (a vector per job) are done with: the node phase's buffers reuse the memory
+  // (a pass's first touch of fresh heap pages is a good part of a first pass's cost).
+  bb_ = Node{};
 }
 
 }  // namespace ringsched
