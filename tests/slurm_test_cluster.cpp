@@ -2,6 +2,7 @@
 #include "slurm_test_cluster.h"
 
 #include "config.h"
+#include "process_util.h"
 #include "slurm_api_compat.h"
 
 #include <sys/stat.h>
@@ -23,15 +24,11 @@ namespace {
 
 std::string harness() { return std::string(RINGSCHED_SRCDIR) + "/scripts/testcluster.sh"; }
 
+// A command to its end, bounded like every command of the tests (process_util.h): a Slurm
+// command that hangs on a stuck daemon fails its test after 300 s, with what was running.
 CommandResult shell(const std::string& command) {
   CommandResult r;
-  FILE* p = popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.rc = ringsched_test::run(command, &r.out);
   return r;
 }
 
