@@ -225,6 +225,11 @@ double TypeLevelSearch::spread_time(int i, int k) const {
   return shapes_[cols.shape].t_spread[cols.kept->kept[k]];
 }
 
+double TypeLevelSearch::spread_loss(int i, int k) const {
+  double spread = p_.jobs[jobs_[i]].remaining * spread_time(i, k);
+  return std::isfinite(spread) ? spread - columns_[i].finish[k] : 0.0;
+}
+
 bool TypeLevelSearch::make_columns() {
   columns_.assign(jobs_.size(), Columns{});
   // Every size's mixes, unless an eighth of the budget cannot pay for all of them: then those of

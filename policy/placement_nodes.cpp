@@ -37,7 +37,7 @@ double TypeLevelSearch::pack(std::vector<std::vector<std::pair<int, int>>>& pack
     int j = jobs_[i];
     const int* c = columns_[i].at(incumbent_[i], T_);
     counts[j].assign(c, c + T_);
-    pack_loss_[j] = spread_loss_[i][incumbent_[i]];
+    pack_loss_[j] = spread_loss(static_cast<int>(i), incumbent_[i]);
   }
   if (base) work_ += static_cast<long>(n + topo_.nodes.size());
   if (!packer_->pack(counts, pack_loss_, package)) return INFINITY;
@@ -58,18 +58,9 @@ void TypeLevelSearch::improve_on_nodes(const NodePacker& packer) {
   if (!has_incumbent()) return;
   packer_ = &packer;
   size_t n = jobs_.size();
-  // What each column loses when spread over one node more than its fewest (the packer's order).
-  spread_loss_.assign(n, {});
-  for (size_t i = 0; i < n; ++i) {
-    const Columns& cols = columns_[i];
-    spread_loss_[i].assign(cols.size(), 0.0);
-    int j = jobs_[i];
-    for (int k = 0; k < cols.size(); ++k) {
-      double spread = p_.jobs[j].remaining * spread_time(static_cast<int>(i), k);
-      spread_loss_[i][k] = std::isfinite(spread) ? spread - cols.finish[k] : 0.0;
-    }
-    work_ += cols.size();
-  }
+  // What a column loses when spread over one node more than its fewest (the packer's order) is
+  // worked out when packed (spread_loss), not kept for every column; the work counted is as if.
+  for (size_t i = 0; i < n; ++i) work_ += columns_[i].size();
   std::vector<double> finish, trial_finish;
   std::vector<std::vector<std::pair<int, int>>> trial;
   double now = pack(package_, finish, nullptr);

@@ -118,6 +118,7 @@ class TypeLevelSearch {
   int shape_of(int i, const std::vector<std::pair<int, long>>& calls);
   void columns_from_shape(int i, int shape);
   double spread_time(int i, int k) const;  // column k of job i on one node more
+  double spread_loss(int i, int k) const;  // what that costs it over its finish time (0: no way)
   // prices
   double reduced(int i, int k) const {  // finish + prices . counts of column k of job i
     const int* c = columns_[i].at(k, T_);
@@ -175,7 +176,6 @@ class TypeLevelSearch {
   std::vector<int> pool_, rest_;  // scratch of the moves
   // The node phase.
   const NodePacker* packer_ = nullptr;
-  std::vector<std::vector<double>> spread_loss_;  // per job index and column
   std::vector<std::vector<std::pair<int, int>>> package_;
   std::vector<std::vector<int>> pack_counts_;  // scratch of pack()
   std::vector<double> pack_loss_;
