@@ -144,6 +144,15 @@ bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Pl
   return !got.empty();
 }
 
+// The most GPUs one node of `types` (empty: any type) has free.
+int most_free_on_one_node(const Cluster& cluster, const std::vector<std::string>& types) {
+  int most = 0;
+  for (const Node& nd : cluster.nodes)
+    if (types.empty() || std::find(types.begin(), types.end(), nd.gpu_type) != types.end())
+      most = std::max(most, nd.usable());
+  return most;
+}
+
 void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.placement = placement;
   jp.gpus = 0;
@@ -407,8 +416,13 @@ Plan Planner::plan(const Snapshot& snap) const {
       pj.min_gpus = j.elastic ? views[i].lo : counts[i];
       pj.max_gpus = j.elastic ? std::max(views[i].hi, counts[i]) : counts[i];
       if (config_.policy == Policy::Hetero) pj.min_gpus = pj.max_gpus = counts[i];
-      // The fairness pass's size is a floor: the placement may move the job, not shrink it.
-      if (j.elastic) pj.min_gpus = std::max(pj.min_gpus, std::min(counts[i], fair_floor[i]));
+      // The fairness pass's size is a floor, but never above the most GPUs one node of the job's
+      // types has free: a floor of 8 on 4-GPU nodes forced the placement to spread a late job
+      // over two nodes (slower rings, and, running, it kept them), and cost more JCT, p99 and
+      // finish-time fairness on the default sweep than it saved (docs/ringsim.md, issue 15.2).
+      if (j.elastic && fair_floor[i] > 0)
+        pj.min_gpus = std::max(pj.min_gpus, std::min({counts[i], fair_floor[i],
+                                                      most_free_on_one_node(pp.cluster, views[i].types)}));
       pj.allowed_types = views[i].types;
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
