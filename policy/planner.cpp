@@ -532,6 +532,52 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
+  // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
+  // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody
+  // got this round hold it on fewer nodes, it moves there if its faster ring gains more than
+  // min_gain_multiple restarts, and not within min_interval_s of its last resize.
+  std::vector<bool> gathered(n, false);
+  if (config_.policy == Policy::Combined) {
+    std::vector<int> spread;
+    for (int i = 0; i < n; ++i)
+      if (frozen[i] && views[i].known && plan.jobs[i].placement.size() > 1 &&
+          plan.jobs[i].gpus_by_type.size() == 1 &&
+          snap.now_s - snap.jobs[i].last_resize_s >= config_.costs.min_interval_s)
+        spread.push_back(i);
+    if (!spread.empty()) {
+      std::vector<PlacementLocality::Job> lj;
+      for (int i : spread) lj.push_back({snap.jobs[i].model, views[i].types});
+      PlacementLocality locality(cluster, model, lj);
+      for (size_t s = 0; s < spread.size(); ++s) {
+        int i = spread[s];
+        JobPlan& jp = plan.jobs[i];
+        FreeGpus trial = free_gpus;
+        std::map<std::string, int> held, gathered_on;
+        for (const Placement& p : jp.placement) {
+          trial.take_at(nodes.find(p.node), -p.gpus);
+          held[p.node] += p.gpus;
+        }
+        std::vector<Placement> pl;
+        if (!take_of_type(trial, jp.gpus_by_type.begin()->first, jp.gpus, pl) ||
+            pl.size() >= jp.placement.size())
+          continue;
+        for (const Placement& p : pl) gathered_on[p.node] += p.gpus;
+        double v = model.iters_per_s_mixed(snap.jobs[i].model, jp.gpus_by_type);
+        double f_held = locality.factor(static_cast<int>(s), held);
+        double f_gathered = locality.factor(static_cast<int>(s), gathered_on);
+        if (!(v > 0 && f_held > 0 && f_gathered > f_held)) continue;
+        double r = snap.jobs[i].remaining;
+        double gain = r / (v * f_held) - r / (v * f_gathered) - config_.costs.restart_s;
+        if (!(gain > config_.costs.min_gain_multiple * config_.costs.restart_s)) continue;
+        free_gpus = trial;
+        set_from_placement(jp, pl);
+        gathered[i] = true;
+        jp.reason += "; moves from " + std::to_string(held.size()) + " nodes to " +
+                     std::to_string(pl.size()) + ": its ring is faster there";
+      }
+    }
+  }
+
   // 3. Finish the per-job rows: speed, resize, SPB depth, order, reasons for waiting jobs.
   bool contention = false;
   for (int i = 0; i < n; ++i)
@@ -548,8 +594,8 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
     jp.predicted_iters_per_s = views[i].known ? model.iters_per_s_mixed(j.model, jp.gpus_by_type) : 0;
     if (j.state == JobState::Running) {
-      jp.resize = !frozen[i] && (jp.gpus != j.current_gpus ||
-                                 jp.gpus_by_type != current_by_type(j, nodes));
+      jp.resize = gathered[i] || (!frozen[i] && (jp.gpus != j.current_gpus ||
+                                                 jp.gpus_by_type != current_by_type(j, nodes)));
       if (!jp.resize && !frozen[i]) {
         // Same shape, maybe on other nodes: stay where it is rather than restart for nothing, if
         // its GPUs are still free once the new ones are given back; otherwise it moves.

@@ -123,6 +123,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(unseenModelUsesSimilarity);
   CPPUNIT_TEST(invalidSnapshotThrows);
   CPPUNIT_TEST(lateJobsFairFloorStaysInsideOneNode);
+  CPPUNIT_TEST(spreadJobGathersOntoFewerNodes);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -568,6 +569,44 @@ class PlannerTest : public CppUnit::TestFixture {
     PlannerConfig bad;
     bad.fairness = -1;
     CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
+  }
+
+  // A running 4-GPU job held as 2 + 2 on two 4-GPU V100 nodes (grown while only scattered GPUs
+  // were free) keeps its count. Now both nodes are free: under combined it moves onto one node,
+  // where Gavel's V100 rings are faster, when the time saved exceeds min_gain_multiple restarts,
+  // and stays put when little work is left or its last resize was within min_interval_s.
+  // Doubling, which plans no locality, leaves it where it is.
+  void spreadJobGathersOntoFewerNodes() {
+    Snapshot s;
+    for (int i = 1; i <= 2; ++i) s.cluster.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    s.now_s = 10000;
+    JobPlan spread;
+    spread.placement = {Placement{"v100-1", "v100", 2}, Placement{"v100-2", "v100", 2}};
+    spread.gpus = 4;
+    spread.gpus_by_type = {{"v100", 4}};
+    struct Case {
+      Policy policy;
+      double remaining, last_resize_s;
+      bool moves;
+    };
+    for (const Case& c : {Case{Policy::Combined, 1e6, 0, true}, Case{Policy::Combined, 1, 0, false},
+                          Case{Policy::Combined, 1e6, 9900, false}, Case{Policy::Doubling, 1e6, 0, false}}) {
+      Job j = job("1", "resnet50-b64", 4, 4, c.remaining);
+      j.requested_gpus = 4;
+      make_running(j, spread, c.last_resize_s);
+      s.jobs = {j};
+      PlannerConfig cfg;
+      cfg.policy = c.policy;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      const JobPlan& jp = p.jobs[0];
+      std::string what = std::string(policy_name(c.policy)) + " remaining " +
+                         std::to_string(c.remaining) + ": " + jp.reason;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, jp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{c.moves ? 1u : 2u}, jp.placement.size());
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, contains(jp.reason, "moves from 2 nodes to 1"));
+    }
   }
 };
 
