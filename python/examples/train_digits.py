@@ -13,6 +13,7 @@ Rank 0 appends "step loss world" to --loss-log and prints the test accuracy at t
 """
 import argparse
 import contextlib
+import gc
 import json
 import signal
 import sys
@@ -168,6 +169,14 @@ def main():
                 json.dump({"accuracy": acc, "loss": state.last_loss, "world": world, "steps": state.step,
                            "step_ms": step_ms, "traffic": traffic,
                            "params": {k: v.reshape(-1).tolist() for k, v in model.state_dict().items()}}, f)
+    # DDP first, while the group is still registered: torch 1.13 destroys a group that DDP's
+    # Reducer releases last with the GIL held, and gloo's destructor then joins a worker thread
+    # that may be waiting for the GIL to free a tensor (gloo: a hang at exit, once in 19 runs of
+    # test_torch here).
+    # Freed by destroy_process_group(), the group goes through torch's binding, which lets go of
+    # the GIL first.
+    del ddp
+    gc.collect()
     dist.destroy_process_group()
     return 0
 

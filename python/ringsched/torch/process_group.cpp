@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The "ringrt" process group: see process_group.h.
+// Python.h before any other header, as Python asks (it sets feature macros).
+#include <Python.h>
+
 #include "process_group.h"
 
 #include <ATen/ATen.h>
@@ -140,6 +143,12 @@ ProcessGroupRingrt::ProcessGroupRingrt(int rank, int size) : RingrtBase(rank, si
 }
 
 ProcessGroupRingrt::~ProcessGroupRingrt() {
+  // Destroyed from Python (destroy_process_group(), or DDP's Reducer dropping the last
+  // reference at exit), this thread may hold the GIL while it waits for the worker, and the
+  // worker may need the GIL to free a tensor of the last collective: wait without it (torch's
+  // own gloo group hangs at exit that way).
+  PyThreadState* released = nullptr;
+  if (Py_IsInitialized() && !_Py_IsFinalizing() && PyGILState_Check()) released = PyEval_SaveThread();
   try {
     run_sync([] { ringrt_finalize(); });
   } catch (...) {
@@ -152,6 +161,7 @@ ProcessGroupRingrt::~ProcessGroupRingrt() {
   cv_.notify_all();
   worker_.join();
   g_current.store(nullptr);
+  if (released) PyEval_RestoreThread(released);
 }
 
 void ProcessGroupRingrt::loop() {
