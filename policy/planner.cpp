@@ -144,14 +144,33 @@ bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Pl
   return !got.empty();
 }
 
-// The most GPUs one node of `types` (empty: any type) has free.
-int most_free_on_one_node(const Cluster& cluster, const std::vector<std::string>& types) {
-  int most = 0;
-  for (const Node& nd : cluster.nodes)
-    if (types.empty() || std::find(types.begin(), types.end(), nd.gpu_type) != types.end())
-      most = std::max(most, nd.usable());
-  return most;
-}
+// The most GPUs one node of a type has free (Node::usable()), per type, from one walk over the
+// nodes: asked once per job of a pass (a walk per job cost 10,000 jobs x 11,000 nodes at 50,000
+// GPUs).
+class LargestNode {
+ public:
+  explicit LargestNode(const Cluster& cluster) {
+    for (const Node& nd : cluster.nodes) {
+      int& m = of_type_[nd.gpu_type];
+      m = std::max(m, nd.usable());
+      any_ = std::max(any_, nd.usable());
+    }
+  }
+  // Of `types` (empty: any type).
+  int of(const std::vector<std::string>& types) const {
+    if (types.empty()) return any_;
+    int most = 0;
+    for (const std::string& t : types) {
+      auto it = of_type_.find(t);
+      if (it != of_type_.end()) most = std::max(most, it->second);
+    }
+    return most;
+  }
+
+ private:
+  std::unordered_map<std::string, int> of_type_;
+  int any_ = 0;
+};
 
 void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.placement = placement;
@@ -405,6 +424,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     pp.cluster = cluster;
     for (size_t k = 0; k < pp.cluster.nodes.size(); ++k)
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
+    const LargestNode largest_node(pp.cluster);
     std::vector<int> seed;
     std::vector<int> known_todo;
     for (int i : todo) {
@@ -422,7 +442,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       // finish-time fairness on the default sweep than it saved (docs/ringsim.md, issue 15.2).
       if (j.elastic && fair_floor[i] > 0)
         pj.min_gpus = std::max(pj.min_gpus, std::min({counts[i], fair_floor[i],
-                                                      most_free_on_one_node(pp.cluster, views[i].types)}));
+                                                      largest_node.of(views[i].types)}));
       pj.allowed_types = views[i].types;
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
@@ -551,25 +571,31 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (size_t s = 0; s < spread.size(); ++s) {
         int i = spread[s];
         JobPlan& jp = plan.jobs[i];
-        FreeGpus trial = free_gpus;
+        // Tried in place (give the job's GPUs back, take the gathered ones) and undone when it
+        // does not pay: a copy of the free GPUs per spread job cost O(nodes) each.
         std::map<std::string, int> held, gathered_on;
         for (const Placement& p : jp.placement) {
-          trial.take_at(nodes.find(p.node), -p.gpus);
+          free_gpus.take_at(nodes.find(p.node), -p.gpus);
           held[p.node] += p.gpus;
         }
         std::vector<Placement> pl;
-        if (!take_of_type(trial, jp.gpus_by_type.begin()->first, jp.gpus, pl) ||
-            pl.size() >= jp.placement.size())
+        const bool took = take_of_type(free_gpus, jp.gpus_by_type.begin()->first, jp.gpus, pl);
+        bool pays = took && pl.size() < jp.placement.size();
+        if (pays) {
+          for (const Placement& p : pl) gathered_on[p.node] += p.gpus;
+          double v = model.iters_per_s_mixed(snap.jobs[i].model, jp.gpus_by_type);
+          double f_held = locality.factor(static_cast<int>(s), held);
+          double f_gathered = locality.factor(static_cast<int>(s), gathered_on);
+          double r = snap.jobs[i].remaining;
+          pays = v > 0 && f_held > 0 && f_gathered > f_held &&
+                 r / (v * f_held) - r / (v * f_gathered) - config_.costs.restart_s >
+                     config_.costs.min_gain_multiple * config_.costs.restart_s;
+        }
+        if (!pays) {
+          for (const Placement& p : pl) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+          for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
           continue;
-        for (const Placement& p : pl) gathered_on[p.node] += p.gpus;
-        double v = model.iters_per_s_mixed(snap.jobs[i].model, jp.gpus_by_type);
-        double f_held = locality.factor(static_cast<int>(s), held);
-        double f_gathered = locality.factor(static_cast<int>(s), gathered_on);
-        if (!(v > 0 && f_held > 0 && f_gathered > f_held)) continue;
-        double r = snap.jobs[i].remaining;
-        double gain = r / (v * f_held) - r / (v * f_gathered) - config_.costs.restart_s;
-        if (!(gain > config_.costs.min_gain_multiple * config_.costs.restart_s)) continue;
-        free_gpus = trial;
+        }
         set_from_placement(jp, pl);
         gathered[i] = true;
         jp.reason += "; moves from " + std::to_string(held.size()) + " nodes to " +
