@@ -148,7 +148,12 @@ ProcessGroupRingrt::~ProcessGroupRingrt() {
   // worker may need the GIL to free a tensor of the last collective: wait without it (torch's
   // own gloo group hangs at exit that way).
   PyThreadState* released = nullptr;
-  if (Py_IsInitialized() && !_Py_IsFinalizing() && PyGILState_Check()) released = PyEval_SaveThread();
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();  // public from Python 3.13, which drops the private one
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (Py_IsInitialized() && !finalizing && PyGILState_Check()) released = PyEval_SaveThread();
   try {
     run_sync([] { ringrt_finalize(); });
   } catch (...) {
