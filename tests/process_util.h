@@ -64,7 +64,8 @@ inline void kill_tree(pid_t pid) {
   std::vector<long> groups{pid};
   for (auto& l : process_tree(pid)) {
     long a = 0, b = 0, g = 0;
-    if (std::sscanf(l.c_str(), "%ld %ld %ld", &a, &b, &g) == 3 && g > 1 &&
+    // Never our own group (a child that joined it would take the test down with it).
+    if (std::sscanf(l.c_str(), "%ld %ld %ld", &a, &b, &g) == 3 && g > 1 && g != getpgrp() &&
         std::find(groups.begin(), groups.end(), g) == groups.end())
       groups.push_back(g);
   }
@@ -90,7 +91,11 @@ inline int run(const std::string& cmd, std::string* out, double deadline_s = kCo
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   const pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
   if (pid == 0) {
     setpgid(0, 0);
     dup2(fds[1], 1);
