@@ -12,45 +12,65 @@ constexpr int kMostIndexed = 256;
 
 }  // namespace
 
-FreeGpus::FreeGpus(const Cluster& cluster) {
+std::shared_ptr<const FreeGpus::Layout> FreeGpus::layout_of(const Cluster& cluster) {
+  thread_local std::shared_ptr<const Layout> last;
+  if (last && last->names.size() == cluster.nodes.size()) {
+    bool same = true;
+    for (size_t i = 0; i < cluster.nodes.size() && same; ++i) {
+      const Node& n = cluster.nodes[i];
+      same = last->gpus[i] == n.gpus && last->names[i] == n.name &&
+             last->types[last->type_of[i]] == n.gpu_type;
+    }
+    if (same) return last;
+  }
   auto layout = std::make_shared<Layout>();
   layout->types = cluster.types();
   layout->nodes_of_type.assign(layout->types.size(), {});
-  free_of_type_.assign(layout->types.size(), 0);
   layout->by_name.reserve(cluster.nodes.size());
+  size_t T = layout->types.size(), sets = 0, counts = 0;
+  layout->most.assign(T, 0);
   for (const Node& n : cluster.nodes) {
-    int node = static_cast<int>(free_.size());
+    int node = static_cast<int>(layout->names.size());
     int t = static_cast<int>(std::lower_bound(layout->types.begin(), layout->types.end(),
                                               n.gpu_type) - layout->types.begin());
     layout->names.push_back(n.name);
+    layout->gpus.push_back(n.gpus);
     layout->type_of.push_back(t);
     layout->place_in_type.push_back(static_cast<int>(layout->nodes_of_type[t].size()));
     layout->nodes_of_type[t].push_back(node);
     layout->by_name.emplace(n.name, node);
-    free_.push_back(n.usable());
-    free_of_type_[t] += n.usable();
+    layout->most[t] = std::max(layout->most[t], n.gpus);
   }
-  size_t T = layout->types.size(), sets = 0, counts = 0;
-  layout->most.assign(T, 0);
   layout->words.assign(T, 0);
   layout->set_start.assign(T, 0);
   layout->count_start.assign(T, 0);
-  indexed_.assign(T, 0);
   for (size_t t = 0; t < T; ++t) {
-    int most = 0;
-    for (int node : layout->nodes_of_type[t]) most = std::max(most, free_[node]);
-    if (most > kMostIndexed) continue;
-    indexed_[t] = 1;
-    layout->most[t] = most;
+    if (layout->most[t] > kMostIndexed) continue;
     layout->words[t] = static_cast<int>((layout->nodes_of_type[t].size() + 63) / 64);
     layout->set_start[t] = sets;
     layout->count_start[t] = counts;
-    sets += static_cast<size_t>(most) * layout->words[t];
-    counts += most;
+    sets += static_cast<size_t>(layout->most[t]) * layout->words[t];
+    counts += layout->most[t];
   }
-  node_sets_.assign(sets, 0);
-  set_size_.assign(counts, 0);
-  layout_ = std::move(layout);
+  layout->sets = sets;
+  layout->counts = counts;
+  last = layout;
+  return layout;
+}
+
+FreeGpus::FreeGpus(const Cluster& cluster) : layout_(layout_of(cluster)) {
+  const Layout& l = *layout_;
+  const size_t T = l.types.size();
+  free_of_type_.assign(T, 0);
+  free_.reserve(cluster.nodes.size());
+  for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+    free_.push_back(cluster.nodes[i].usable());
+    free_of_type_[l.type_of[i]] += free_.back();
+  }
+  indexed_.assign(T, 0);
+  for (size_t t = 0; t < T; ++t) indexed_[t] = l.most[t] <= kMostIndexed;
+  node_sets_.assign(l.sets, 0);
+  set_size_.assign(l.counts, 0);
   for (int node = 0; node < nodes(); ++node) index_move(node, 0, free_[node]);
 }
 

@@ -40,6 +40,7 @@ class FreeGpusTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(types_and_names);
   CPPUNIT_TEST(nothing_taken_when_it_does_not_fit);
   CPPUNIT_TEST(copies_are_independent);
+  CPPUNIT_TEST(a_layout_is_reused_only_for_the_same_nodes);
   CPPUNIT_TEST(take_of_type_follows_the_rule_of_take_among);
   CPPUNIT_TEST_SUITE_END();
 
@@ -102,6 +103,27 @@ class FreeGpusTest : public CppUnit::TestFixture {
     f.take(std::map<std::string, int>{{"k0", 1}, {"elsewhere", 5}});  // unknown names ignored
     CPPUNIT_ASSERT_EQUAL(3, f.free(0));
     CPPUNIT_ASSERT(f.take(1, {"a100"}).empty());
+  }
+
+  // FreeGpus keeps the last layout it built (names, types, sizes) for the next cluster of the
+  // same nodes: free counts, a node's type or size, names and node order must all be re-read.
+  void a_layout_is_reused_only_for_the_same_nodes() {
+    FreeGpus first(cluster({{"a", "v100", 4, -1}, {"b", "v100", 8, -1}}));
+    CPPUNIT_ASSERT_EQUAL(12, first.free_of_type("v100"));
+    FreeGpus busier(cluster({{"a", "v100", 4, 1}, {"b", "v100", 8, 2}}));  // same nodes, fewer free
+    CPPUNIT_ASSERT_EQUAL(3, busier.free_of_type("v100"));
+    CPPUNIT_ASSERT(busier.take(2, {"v100"}) == (Taken{{1, 2}}));
+    FreeGpus retyped(cluster({{"a", "k80", 4, -1}, {"b", "v100", 8, -1}}));
+    CPPUNIT_ASSERT_EQUAL(std::string("k80"), retyped.node_type(0));
+    CPPUNIT_ASSERT_EQUAL(8, retyped.free_of_type("v100"));
+    FreeGpus resized(cluster({{"a", "k80", 16, -1}, {"b", "v100", 8, -1}}));
+    CPPUNIT_ASSERT(resized.take(16, {"k80"}) == (Taken{{0, 16}}));
+    FreeGpus swapped(cluster({{"b", "v100", 8, -1}, {"a", "k80", 16, -1}}));
+    CPPUNIT_ASSERT_EQUAL(0, swapped.node_index("b"));
+    CPPUNIT_ASSERT_EQUAL(std::string("a"), swapped.node_name(1));
+    // The first still holds its own layout.
+    CPPUNIT_ASSERT_EQUAL(std::string("v100"), first.node_type(0));
+    CPPUNIT_ASSERT(first.take(12, {"v100"}).size() == 2);
   }
 
   void nothing_taken_when_it_does_not_fit() {
