@@ -79,7 +79,8 @@ DoublingResult DoublingRound::run_exact() {
       double gain = planning_cost(alt) - base_cost + costs_.restart_s;
       resize_gain[j] = gain;
       bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s;
-      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(plan, j);
+      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s &&
+                       !fair_grow(plan, j) && !starves(plan, alt);
       if (!too_soon && !too_small) continue;
       // Interval violations first, then the smallest gain; ties by policy order.
       if (worst < 0 || (too_soon && !worst_interval) ||
@@ -144,7 +145,8 @@ DoublingResult DoublingRound::run_incremental() {
       double gain = h.cost - w_cost + costs_.restart_s;
       resize_gain[j] = gain;
       bool soon = too_soon(j);
-      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(w, j);
+      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(w, j) &&
+                       !starves(w, h);
       if (!soon && !too_small) continue;
       pinned[j] = 1;
       pinned_for_interval[j] = soon;

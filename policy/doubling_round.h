@@ -243,6 +243,25 @@ class DoublingRound {
            a.gpus[j] > curves_.job(j).current_gpus;
   }
 
+  // Whether holding a job would serve finish-time fairness worse than the plan: keep a starving
+  // job waiting (DoublingJob::starving) that the plan starts, or take from a job what the
+  // fairness pass raised it to. Such a hold is refused for a small gain, as a fairness grow is;
+  // only the interval rule holds the job then.
+  bool unfair(const Assignment& plan, size_t k, int held) const {
+    return held < plan.gpus[k] && ((curves_.job(k).starving && held == 0) ||
+                                   (k < plan.fair.size() && held < plan.fair[k]));
+  }
+  bool starves(const Assignment& plan, const Assignment& held) const {
+    for (size_t k = 0; k < plan.gpus.size(); ++k)
+      if (unfair(plan, k, held.gpus[k])) return true;
+    return false;
+  }
+  bool starves(const Assignment& plan, const Held& held) const {
+    for (const auto& [k, size] : held.sizes)
+      if (unfair(plan, static_cast<size_t>(k), size)) return true;
+    return false;
+  }
+
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
   Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
             double a_cost) const;

@@ -309,15 +309,26 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = [](int) { return 0.0; };
       } else if (v.known) {
         dj[i].speed = model.speed(j.model, v.best_type);
-        if (config_.fairness > 0 && j.elastic) {
+        if (config_.fairness > 0) {
           int want = config_.power_of_two ? ceil_power_of_two(j.requested_gpus) : j.requested_gpus;
           want = std::clamp(want, v.lo, v.hi);
           double alone = model.iters_per_s(j.model, v.best_type, want);
           double work = j.iterations > 0 ? j.iterations : j.remaining;
           if (alone > 0) {
-            dj[i].fair_max_gpus = want;
             double waited = std::max(0.0, snap.now_s - j.submit_s);
-            dj[i].fair_time_s = config_.fairness * work / alone - waited;
+            double fair_run_s = config_.fairness * work / alone - waited;
+            if (j.elastic) {
+              dj[i].fair_max_gpus = want;
+              dj[i].fair_time_s = fair_run_s;
+            }
+            // Waiting, and late even if it started now at its base size: a running job is not
+            // held for a small gain when that would keep it waiting. Without this, elastic jobs
+            // grown over a 64-GPU cluster were each held (the sum of finish times gains little
+            // from a shrink), and 1-GPU jobs of 5 minutes queued behind them for 25 minutes:
+            // max finish-time fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
+            double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
+            dj[i].starving = j.state != JobState::Running && at_base > 0 &&
+                             j.remaining / at_base > fair_run_s;
           }
         }
       } else {
