@@ -80,7 +80,7 @@ DoublingResult DoublingRound::run_exact() {
       resize_gain[j] = gain;
       bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s;
       bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s &&
-                       !fair_grow(plan, j) && !starves(plan, alt);
+                       !fair_grow(plan, j) && !starves(plan, alt, j);
       if (!too_soon && !too_small) continue;
       // Interval violations first, then the smallest gain; ties by policy order.
       if (worst < 0 || (too_soon && !worst_interval) ||
