@@ -8,12 +8,13 @@
 #
 #   bench/ringsim_burst.sh [--builddir DIR] [--out DIR] [--policy P] [--gaps S1,S2,...]
 #     [--jobs N] [--timeout S]
-# Defaults: ./build, .run/ringsim-burst, combined, gaps 0,30 (0: plan on every event, ringsim's
-# default), 2,000 jobs, 600 s per run (a run past it is reported, not waited for).
+# Defaults: ./build, .run/ringsim-burst, combined, gaps 0,2,30 (0: plan on every event; 2:
+# ringsim's default, the plugin's MinReplanGap), 2,000 jobs, 600 s per run (a run past it is
+# reported, not waited for).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${RINGSCHED_BUILDDIR:-$repo/build} out=$repo/.run/ringsim-burst
-policy=combined gaps=0,30 jobs=2000 timeout=600
+policy=combined gaps=0,2,30 jobs=2000 timeout=600
 while [ $# -gt 0 ]; do
   case $1 in
     --builddir) builddir=$2; shift 2 ;;

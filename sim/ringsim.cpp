@@ -47,7 +47,8 @@ const char kUsage[] =
     "  --round S              planning interval R in seconds (default 300); also plans on events\n"
     "  --no-event-planning    plan only every R seconds\n"
     "  --plan-gap S           plan on an event only if the last plan is S seconds old; otherwise\n"
-    "                         at that time (coalesces bursts; default 0)\n"
+    "                         at that time (coalesces bursts; default 2, the plugin's MinReplanGap;\n"
+    "                         0: plan on every event)\n"
     "  --restart S            restart cost C per resize or resume, seconds (default 30)\n"
     "  --min-gain X           resize only for a gain > X * C (default 2)\n"
     "  --min-interval S       at most one resize per S seconds per job (default 300)\n"
@@ -214,7 +215,9 @@ int cmd_run(int argc, char** argv) {
   cfg.round_s = number_opt(a, "--round", 300, 1, 1e7);
   cfg.restart_s = number_opt(a, "--restart", 30, 0, 1e6);
   cfg.plan_on_events = !a.flags.count("--no-event-planning");
-  cfg.min_plan_gap_s = number_opt(a, "--plan-gap", 0, 0, 1e7);
+  // The plugin plans at most every MinReplanGap (default 2 s), events included: the simulation
+  // coalesces events as the product does.
+  cfg.min_plan_gap_s = number_opt(a, "--plan-gap", 2, 0, 1e7);
   cfg.progress = !a.flags.count("--quiet");
   PolicyOptions po;
   po.costs.restart_s = cfg.restart_s;
