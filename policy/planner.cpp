@@ -321,11 +321,12 @@ Plan Planner::plan(const Snapshot& snap) const {
               dj[i].fair_max_gpus = want;
               dj[i].fair_time_s = fair_run_s;
             }
-            // Waiting, and late even if it started now at its base size: a running job is not
-            // held for a small gain when that would keep it waiting. Without this, elastic jobs
-            // grown over a 64-GPU cluster were each held (the sum of finish times gains little
-            // from a shrink), and 1-GPU jobs of 5 minutes queued behind them for 25 minutes:
-            // max finish-time fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
+            // Waiting, and late even if it started now at its base size: a running job that
+            // needs longer is not held for a small gain when that would keep it waiting
+            // (doubling_round.h, starves()). Without this, elastic jobs grown over a 64-GPU
+            // cluster were each held (the sum of finish times gains little from a shrink), and
+            // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
+            // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
             double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
             dj[i].starving = j.state != JobState::Running && at_base > 0 &&
                              j.remaining / at_base > fair_run_s;
