@@ -49,9 +49,12 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
         why = "kept at " + std::to_string(g) + ": started or resized " +
               seconds(now_s_ - job.last_resize_s) + " ago, minimum interval " +
               seconds(costs_.min_interval_s);
-      else
+      else if (resize_gain[j] > 0)
         why = "kept at " + std::to_string(g) + ": gain " + seconds(resize_gain[j]) + " < " +
               multiple;
+      else  // the plan without the hold was worse: say so rather than print a negative gain
+        why = "kept at " + std::to_string(g) + ": resizing it would cost the plan " +
+              seconds(-resize_gain[j]) + " more";
       continue;
     }
     if (job.running && g != job.current_gpus) {
@@ -59,11 +62,17 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
       if (!curves_.current_is_valid(j))
         why = "resized " + move + ": " + std::to_string(job.current_gpus) +
               " GPUs is not one of its allowed sizes";
-      else if (g > job.current_gpus)
-        why = "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " + multiple;
-      else
-        why = "shrinks " + move + ": the plan gains " + seconds(resize_gain[j]) +
-              " from its GPUs, at least " + multiple;
+      else if (resize_gain[j] >= costs_.min_gain_multiple * costs_.restart_s)
+        why = g > job.current_gpus
+                  ? "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " +
+                        multiple
+                  : "shrinks " + move + ": the plan gains " + seconds(resize_gain[j]) +
+                        " from its GPUs, at least " + multiple;
+      else  // a small gain that step 3 did not hold for: a fairness grant (fair_grow, starves)
+        why = g > job.current_gpus
+                  ? "grows " + move + ": it would finish later than its fair share (its " +
+                        "requested size alone) allows"
+                  : "shrinks " + move + ": a shorter job that is late needs its GPUs";
       continue;
     }
     std::string verb = job.running ? "keeps " : "starts at ";

@@ -728,6 +728,9 @@ class DoublingTest : public CppUnit::TestFixture {
     DoublingResult r = doubling_heuristic(jobs, order, 8, costs, 0);
     check_valid(jobs, 8, r);
     CPPUNIT_ASSERT_EQUAL(4, r.gpus[0]);
+    // Its reason names fairness, not a gain below the rule's (once "saves -N s, at least ...").
+    CPPUNIT_ASSERT_MESSAGE(r.reasons[0], contains(r.reasons[0], "grows 1->4: it would finish later "
+                                                               "than its fair share"));
     jobs[0].last_resize_s = -100;  // resized 100 s ago: held
     CPPUNIT_ASSERT_EQUAL(1, doubling_heuristic(jobs, order, 8, costs, 0).gpus[0]);
   }
@@ -753,6 +756,7 @@ class DoublingTest : public CppUnit::TestFixture {
       check_valid({a, starving}, 8, r);
       CPPUNIT_ASSERT_MESSAGE(r.reasons[0], r.gpus[0] < 8);
       CPPUNIT_ASSERT_MESSAGE(r.reasons[1], r.gpus[1] > 0);
+      CPPUNIT_ASSERT_MESSAGE(r.reasons[0], contains(r.reasons[0], "a shorter job that is late"));
       auto nearly_done = a;
       nearly_done.remaining = 10 * 1.0 * 1.8 * 1.8 * 1.8;  // 10 s left: B (20 s) is longer
       DoublingResult after = doubling_heuristic({nearly_done, starving}, {0, 1}, 8, costs, 10.0, steps);
