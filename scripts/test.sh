@@ -110,9 +110,21 @@ run_programs() {
     out="$dir/tests/$p.log"
     # A deadline per program: a hang fails that program, with its log's last lines, and the
     # suite goes on (a CI run has 90 minutes for everything; the slowest program takes ~4).
-    (cd "$dir/tests" && timeout -k 30 "$program_timeout" ./"$p") >"$out" 2>&1
+    # A Slurm test program notes its cluster's folder (slurm_test_cluster.cpp): stopped by the
+    # deadline, it cannot take its daemons down, so this does, before the next program's cluster.
+    note="$(cd "$dir/tests" && pwd)/$p.cluster"
+    rm -f "$note"
+    (cd "$dir/tests" && RINGSCHED_TEST_CLUSTER_NOTE=$note timeout -k 30 "$program_timeout" ./"$p") >"$out" 2>&1
     rc=$?
-    [ "$rc" -eq 124 ] && log "$p still running after $program_timeout s: stopped (RINGSCHED_TEST_TIMEOUT)"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      log "$p still running after $program_timeout s: stopped (RINGSCHED_TEST_TIMEOUT)"
+      if [ -s "$note" ]; then
+        log "$p: taking its cluster down ($(cat "$note"))"
+        RINGSCHED_CLUSTER_DIR=$(cat "$note") SLURM_CONF="$(cat "$note")/slurm.conf" \
+          timeout 120 scripts/testcluster.sh down 2>&1 | tail -3
+      fi
+    fi
+    rm -f "$note"
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -1)
     grep -E '^(PASS|FAIL|SKIP|     )' "$out" | grep -v '^PASS' || true
     if [ -n "$summary" ]; then

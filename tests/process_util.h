@@ -83,6 +83,26 @@ inline void kill_tree(pid_t pid) {
   if (!reaped) waitpid(pid, &st, 0);
 }
 
+// Waits for a spawned process (or run()'s command): its exit status, as run() gives it. Past
+// `deadline_s` its group is killed (with what was running written to stderr); the status is 124.
+inline int wait_status(pid_t pid, double deadline_s = kCommandDeadlineS) {
+  int st = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  while (true) {
+    const pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    if (r < 0) return -1;
+    if (std::chrono::steady_clock::now() >= end) {
+      std::fprintf(stderr, "[test: process %d still running after %d s; killed. Its processes:]\n%s", int(pid),
+                   int(deadline_s), describe_tree(pid).c_str());
+      kill_tree(pid);
+      return 124;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 // Runs a shell command to its end, in its own process group: its exit status (128 + N when
 // killed by signal N) and its output, stdout and stderr together. Past `deadline_s` the group is
 // killed, the status is 124 and the output ends with what was still running.
@@ -130,9 +150,10 @@ inline int run(const std::string& cmd, std::string* out, double deadline_s = kCo
     kill_tree(pid);
     return 124;
   }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  // The output ended (or poll/read failed); the command may still run (a daemon that closed its
+  // output): its exit within what is left of the deadline, else killed (124) like above.
+  const double left_s = std::chrono::duration<double>(end - std::chrono::steady_clock::now()).count();
+  return wait_status(pid, std::max(1.0, left_s));
 }
 
 // Starts a shell command in the background in its own process group, output to `log`; returns
@@ -147,25 +168,6 @@ inline pid_t spawn(const std::string& cmd, const std::string& log) {
   return pid;
 }
 
-// Waits for a spawned process: its exit status, as run() gives it. Past `deadline_s` its group
-// is killed (with what was running written to stderr) and the status is 124.
-inline int wait_status(pid_t pid, double deadline_s = kCommandDeadlineS) {
-  int st = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
-  while (true) {
-    const pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid) break;
-    if (r < 0) return -1;
-    if (std::chrono::steady_clock::now() >= end) {
-      std::fprintf(stderr, "[test: process %d still running after %d s; killed. Its processes:]\n%s", int(pid),
-                   int(deadline_s), describe_tree(pid).c_str());
-      kill_tree(pid);
-      return 124;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 // Whether `cond` holds within `seconds`, looked at every `poll_s`.
 inline bool wait_for(const std::function<bool()>& cond, double seconds, double poll_s = 0.01) {

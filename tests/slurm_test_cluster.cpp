@@ -62,6 +62,9 @@ SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
   mkdir(dir_.c_str(), 0755);
   chmod(dir_.c_str(), 0755);
   setenv("RINGSCHED_CLUSTER_DIR", dir_.c_str(), 1);
+  // scripts/test.sh stops a program that runs past its deadline with a signal, and atexit() does
+  // not run then: it reads this note and takes the cluster down itself.
+  if (const char* note = std::getenv("RINGSCHED_TEST_CLUSTER_NOTE")) std::ofstream(note) << dir_ << "\n";
   // The commands of the Slurm this build is configured for (scripts/testcluster.sh starts its
   // daemons), before any other on PATH.
   if (*RINGSCHED_SLURM_BINDIR) {
