@@ -126,6 +126,31 @@ int FreeGpus::free_of(const std::vector<std::string>& types) const {
   return sum;
 }
 
+int FreeGpus::most_on_one_node(const std::vector<std::string>& types) const {
+  const Layout& l = *layout_;
+  auto most_of_type = [&](int t) {
+    if (indexed_[t]) {
+      const int* size = set_size_.data() + l.count_start[t];
+      for (int v = l.most[t]; v > 0; --v)
+        if (size[v - 1] > 0) return v;
+      return 0;
+    }
+    int most = 0;
+    for (int node : l.nodes_of_type[t]) most = std::max(most, free_[node]);
+    return most;
+  };
+  int most = 0;
+  if (types.empty()) {
+    for (size_t t = 0; t < l.types.size(); ++t) most = std::max(most, most_of_type(static_cast<int>(t)));
+  } else {
+    for (const std::string& type : types) {
+      int t = type_index(type);
+      if (t >= 0) most = std::max(most, most_of_type(t));
+    }
+  }
+  return most;
+}
+
 void FreeGpus::take_at(int node, int n) {
   index_move(node, free_[node], free_[node] - n);
   free_[node] -= n;

@@ -144,34 +144,6 @@ bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Pl
   return !got.empty();
 }
 
-// The most GPUs one node of a type has free (Node::usable()), per type, from one walk over the
-// nodes: asked once per job of a pass (a walk per job cost 10,000 jobs x 11,000 nodes at 50,000
-// GPUs).
-class LargestNode {
- public:
-  explicit LargestNode(const Cluster& cluster) {
-    for (const Node& nd : cluster.nodes) {
-      int& m = of_type_[nd.gpu_type];
-      m = std::max(m, nd.usable());
-      any_ = std::max(any_, nd.usable());
-    }
-  }
-  // Of `types` (empty: any type).
-  int of(const std::vector<std::string>& types) const {
-    if (types.empty()) return any_;
-    int most = 0;
-    for (const std::string& t : types) {
-      auto it = of_type_.find(t);
-      if (it != of_type_.end()) most = std::max(most, it->second);
-    }
-    return most;
-  }
-
- private:
-  std::unordered_map<std::string, int> of_type_;
-  int any_ = 0;
-};
-
 void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.placement = placement;
   jp.gpus = 0;
@@ -436,7 +408,6 @@ Plan Planner::plan(const Snapshot& snap) const {
     pp.cluster = cluster;
     for (size_t k = 0; k < pp.cluster.nodes.size(); ++k)
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
-    const LargestNode largest_node(pp.cluster);
     std::vector<int> seed;
     std::vector<int> known_todo;
     for (int i : todo) {
@@ -454,7 +425,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       // finish-time fairness on the default sweep than it saved (docs/ringsim.md, issue 15.2).
       if (j.elastic && fair_floor[i] > 0)
         pj.min_gpus = std::max(pj.min_gpus, std::min({counts[i], fair_floor[i],
-                                                      largest_node.of(views[i].types)}));
+                                                      free_gpus.most_on_one_node(views[i].types)}));
       pj.allowed_types = views[i].types;
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;

@@ -42,9 +42,36 @@ class FreeGpusTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(copies_are_independent);
   CPPUNIT_TEST(a_layout_is_reused_only_for_the_same_nodes);
   CPPUNIT_TEST(take_of_type_follows_the_rule_of_take_among);
+  CPPUNIT_TEST(most_on_one_node_follows_what_is_taken);
   CPPUNIT_TEST_SUITE_END();
 
  public:
+  // The largest free count on one node of the given types, as GPUs are taken and given back;
+  // by the index (nodes up to 256 GPUs) and by a walk (a 300-GPU node) alike.
+  void most_on_one_node_follows_what_is_taken() {
+    Cluster c = cluster({{"a", "v100", 8, 6}, {"b", "v100", 4, -1}, {"c", "t4", 4, -1},
+                         {"d", "t4", 2, -1}, {"e", "big", 300, 10}});
+    FreeGpus f(c);
+    CPPUNIT_ASSERT_EQUAL(6, f.most_on_one_node({"v100"}));
+    CPPUNIT_ASSERT_EQUAL(4, f.most_on_one_node({"t4"}));
+    CPPUNIT_ASSERT_EQUAL(6, f.most_on_one_node({"t4", "v100"}));
+    CPPUNIT_ASSERT_EQUAL(10, f.most_on_one_node({}));
+    CPPUNIT_ASSERT_EQUAL(0, f.most_on_one_node({"k80"}));
+    f.take_at(0, 3);  // a: 3 left, b: 4
+    CPPUNIT_ASSERT_EQUAL(4, f.most_on_one_node({"v100"}));
+    f.take_at(1, 4);
+    f.take_at(2, 4);
+    f.take_at(3, 2);
+    CPPUNIT_ASSERT_EQUAL(3, f.most_on_one_node({"v100", "t4"}));
+    CPPUNIT_ASSERT_EQUAL(0, f.most_on_one_node({"t4"}));
+    f.take_at(4, 9);
+    CPPUNIT_ASSERT_EQUAL(1, f.most_on_one_node({"big"}));
+    f.take_at(4, -50);  // given back
+    CPPUNIT_ASSERT_EQUAL(51, f.most_on_one_node({}));
+    f.take_at(3, -2);
+    CPPUNIT_ASSERT_EQUAL(2, f.most_on_one_node({"t4"}));
+  }
+
   void smallest_node_that_holds_it() {
     Cluster c = cluster(
         {{"a", "v100", 8, -1}, {"b", "v100", 4, -1}, {"c", "v100", 6, -1}, {"d", "v100", 4, -1}});

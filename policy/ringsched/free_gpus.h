@@ -33,6 +33,9 @@ class FreeGpus {
   // (empty: of every type).
   int free_of_type(const std::string& type) const;
   int free_of(const std::vector<std::string>& types) const;
+  // The most GPUs free on one node of any of `types` (empty: of every type); from the index by
+  // free count where the type has one (a few steps), else by looking at the type's nodes.
+  int most_on_one_node(const std::vector<std::string>& types) const;
 
   // Index of a type in the cluster's sorted types (Cluster::types()); -1 if it has none.
   int type_index(const std::string& type) const;
