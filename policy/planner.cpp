@@ -299,9 +299,10 @@ Plan Planner::plan(const Snapshot& snap) const {
             // cluster were each held (the sum of finish times gains little from a shrink), and
             // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
             // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
-            double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
-            dj[i].starving = j.state != JobState::Running && at_base > 0 &&
-                             j.remaining / at_base > fair_run_s;
+            if (j.state != JobState::Running) {
+              double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
+              dj[i].starving = at_base > 0 && j.remaining / at_base > fair_run_s;
+            }
           }
         }
       } else {
