@@ -3,7 +3,6 @@
 #include "doubling_round.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace ringsched {
 namespace doubling_internal {
@@ -219,9 +218,6 @@ void DoublingRound::improve_locally(Assignment& a, const std::vector<char>& pinn
       break;
     }
   }
-#ifdef DOUBLING_WORK_TRACE
-  std::fprintf(stderr, "WORK %zu %.0f\n", n, kImproveWorkBase + kImproveWorkPerJob * n - budget);
-#endif
 }
 
 

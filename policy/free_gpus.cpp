@@ -141,7 +141,8 @@ int FreeGpus::most_on_one_node(const std::vector<std::string>& types) const {
   };
   int most = 0;
   if (types.empty()) {
-    for (size_t t = 0; t < l.types.size(); ++t) most = std::max(most, most_of_type(static_cast<int>(t)));
+    for (size_t t = 0; t < l.types.size(); ++t)
+      most = std::max(most, most_of_type(static_cast<int>(t)));
   } else {
     for (const std::string& type : types) {
       int t = type_index(type);
