@@ -102,7 +102,7 @@ slurm_tests() { make -s -C tests print-integration-tests 2>/dev/null | tr ' ' '\
 run_programs() {
   local dir=$1
   shift
-  local start p t0 out rc summary p_n f_n s_n
+  local start p t0 out rc summary p_n f_n s_n note
   start=$(date +%s)
   for p in "$@"; do
     log "run $p ($dir)"
