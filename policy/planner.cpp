@@ -540,7 +540,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody
   // got this round hold it on fewer nodes, it moves there if its faster ring gains more than
   // min_gain_multiple restarts, and not within min_interval_s of its last resize.
-  std::vector<bool> gathered(n, false);
+  std::vector<bool> moved(n, false);  // by 2b or 2c: a restart at the same count
   if (config_.policy == Policy::Combined) {
     std::vector<int> spread;
     for (int i = 0; i < n; ++i)
@@ -586,10 +586,56 @@ Plan Planner::plan(const Snapshot& snap) const {
           continue;
         }
         set_from_placement(jp, pl);
-        gathered[i] = true;
+        moved[i] = true;
         jp.reason += "; moves from " + std::to_string(held.size()) + " nodes to " +
                      std::to_string(pl.size()) + ": its ring is faster there";
       }
+    }
+  }
+
+  // 2c. Combined: likewise a running job that keeps its count keeps its GPU type above, even one
+  // far slower than a type it may use that nobody got this round: a job put on K80s in a burst
+  // stayed there for 57 hours after the burst had drained, alone on a cluster of idle V100s and
+  // A100s (bench/ringsim_burst.sh). When no job waits, it moves to the fastest such type that
+  // holds it on no more nodes than it has now, if it gains more than min_gain_multiple restarts
+  // there, and not within min_interval_s of its last resize; jobs in policy order get the room
+  // first. (Also while jobs wait: the same on --full, seed 1, and more restarts on the burst.)
+  bool someone_waits = false;  // a job that could run somewhere
+  for (int i = 0; i < n; ++i)
+    someone_waits = someone_waits || (!plan.jobs[i].runs && impossible[i].empty());
+  if (config_.policy == Policy::Combined && !someone_waits) {
+    for (int i : order) {
+      JobPlan& jp = plan.jobs[i];
+      const Job& j = snap.jobs[i];
+      if (!frozen[i] || moved[i] || !views[i].known || jp.gpus_by_type.size() != 1 ||
+          snap.now_s - j.last_resize_s < config_.costs.min_interval_s)
+        continue;
+      const std::string now_type = jp.gpus_by_type.begin()->first;  // a copy: jp changes below
+      double v_now = model.iters_per_s(j.model, now_type, jp.gpus);
+      if (!(v_now > 0)) continue;
+      std::string best;
+      double v_best = v_now;
+      for (const std::string& t : views[i].types) {
+        double v = model.iters_per_s(j.model, t, jp.gpus);
+        if (t != now_type && v > v_best && free_gpus.free_of_type(t) >= jp.gpus) {
+          best = t;
+          v_best = v;
+        }
+      }
+      const double r = j.remaining, c = config_.costs.restart_s;
+      if (best.empty() || r / v_now - r / v_best - c <= config_.costs.min_gain_multiple * c)
+        continue;
+      std::vector<Placement> pl;
+      if (!take_of_type(free_gpus, best, jp.gpus, pl)) continue;
+      if (pl.size() > jp.placement.size()) {  // more nodes: a slower ring than the type says
+        for (const Placement& p : pl) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+        continue;
+      }
+      for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+      set_from_placement(jp, pl);
+      moved[i] = true;
+      jp.reason += "; moves from " + now_type + " to " + best + ", idle this round: done " +
+                   std::to_string(static_cast<long>(r / v_now - r / v_best - c)) + " s sooner";
     }
   }
 
@@ -609,7 +655,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
     jp.predicted_iters_per_s = views[i].known ? model.iters_per_s_mixed(j.model, jp.gpus_by_type) : 0;
     if (j.state == JobState::Running) {
-      jp.resize = gathered[i] || (!frozen[i] && (jp.gpus != j.current_gpus ||
+      jp.resize = moved[i] || (!frozen[i] && (jp.gpus != j.current_gpus ||
                                                  jp.gpus_by_type != current_by_type(j, nodes)));
       if (!jp.resize && !frozen[i]) {
         // Same shape, maybe on other nodes: stay where it is rather than restart for nothing, if

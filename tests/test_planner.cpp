@@ -124,6 +124,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(invalidSnapshotThrows);
   CPPUNIT_TEST(lateJobsFairFloorStaysInsideOneNode);
   CPPUNIT_TEST(spreadJobGathersOntoFewerNodes);
+  CPPUNIT_TEST(slowTypeJobMovesToAnIdleFasterType);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -606,6 +607,71 @@ class PlannerTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{c.moves ? 1u : 2u}, jp.placement.size());
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, contains(jp.reason, "moves from 2 nodes to 1"));
+    }
+  }
+
+  // A 1-GPU job that started on a K80 while faster GPUs were taken keeps its count: under
+  // combined it moves to the fastest allowed type once that type has a GPU nobody got this round
+  // and the time saved exceeds min_gain_multiple restarts; it stays when little work is left, when
+  // its last resize was within min_interval_s, when the faster GPUs are all held, while a job
+  // waits, and under doubling (no GPU types).
+  void slowTypeJobMovesToAnIdleFasterType() {
+    const std::string model = "resnet50-b64";
+    const std::string best = fastest(model, 1);
+    CPPUNIT_ASSERT(best != "k80");
+    JobPlan on_k80;
+    on_k80.placement = {Placement{"k80-1", "k80", 1}};
+    on_k80.gpus = 1;
+    on_k80.gpus_by_type = {{"k80", 1}};
+    struct Case {
+      Policy policy;
+      double remaining, last_resize_s;
+      bool faster_held, someone_waits, moves;
+    };
+    for (const Case& c : {Case{Policy::Combined, 1e6, 0, false, false, true},
+                          Case{Policy::Combined, 1, 0, false, false, false},
+                          Case{Policy::Combined, 1e6, 9900, false, false, false},
+                          Case{Policy::Combined, 1e6, 0, true, false, false},
+                          Case{Policy::Combined, 1e6, 0, false, true, false},
+                          Case{Policy::Doubling, 1e6, 0, false, false, false}}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 10000;
+      Job j = job("1", model, 1, 1, c.remaining);
+      make_running(j, on_k80, c.last_resize_s);
+      s.jobs = {j};
+      if (c.faster_held)  // inelastic 4-GPU jobs on every V100 and P100 node
+        for (const char* node : {"v100-1", "v100-2", "p100-1", "p100-2"}) {
+          Job h = job(std::string("h-") + node, model, 4, 4);
+          JobPlan held;
+          held.placement = {Placement{node, std::string(node, 4), 4}};
+          held.gpus = 4;
+          held.gpus_by_type = {{std::string(node, 4), 4}};
+          h.elastic = false;
+          h.requested_gpus = 4;
+          make_running(h, held, 0);
+          s.jobs.push_back(h);
+        }
+      if (c.someone_waits) {  // 8 K80s, of which the job holds one: it waits, nobody moves
+        Job w = job("w", model, 8, 8);
+        w.elastic = false;
+        w.requested_gpus = 8;
+        w.allowed_types = {"k80"};
+        s.jobs.push_back(w);
+      }
+      PlannerConfig cfg;
+      cfg.policy = c.policy;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      const JobPlan& jp = p.jobs[0];
+      std::string what = std::string(policy_name(c.policy)) + " remaining " +
+                         std::to_string(c.remaining) + ": " + jp.reason;
+      if (c.someone_waits) CPPUNIT_ASSERT_MESSAGE(p.jobs.back().reason, !p.jobs.back().runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, jp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(c.moves ? best : "k80"),
+                                   jp.placement.front().gpu_type);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, contains(jp.reason, "moves from k80 to " + best));
     }
   }
 };
