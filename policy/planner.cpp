@@ -600,10 +600,11 @@ Plan Planner::plan(const Snapshot& snap) const {
   // holds it on no more nodes than it has now, if it gains more than min_gain_multiple restarts
   // there, and not within min_interval_s of its last resize; jobs in policy order get the room
   // first. (Also while jobs wait: the same on --full, seed 1, and more restarts on the burst.)
-  bool someone_waits = false;  // a job that could run somewhere
+  // A job waits that could run somewhere (also step 3's SPB packing: 2c moves only running jobs).
+  bool contention = false;
   for (int i = 0; i < n; ++i)
-    someone_waits = someone_waits || (!plan.jobs[i].runs && impossible[i].empty());
-  if (config_.policy == Policy::Combined && !someone_waits) {
+    contention = contention || (!plan.jobs[i].runs && impossible[i].empty());
+  if (config_.policy == Policy::Combined && !contention) {
     for (int i : order) {
       JobPlan& jp = plan.jobs[i];
       const Job& j = snap.jobs[i];
@@ -640,9 +641,6 @@ Plan Planner::plan(const Snapshot& snap) const {
   }
 
   // 3. Finish the per-job rows: speed, resize, SPB depth, order, reasons for waiting jobs.
-  bool contention = false;
-  for (int i = 0; i < n; ++i)
-    contention = contention || (!plan.jobs[i].runs && impossible[i].empty());
   double objective = 0;
   int rank = 0;
   for (int i : order) {
