@@ -20,13 +20,14 @@ GAVEL_CLUSTER=k80:36,p100:36,v100:36
 OURS="--samples 8"
 
 "$RINGSIM" trace gavel "$DATA/gavel/philly_vc_jobs_seed0.csv" --limit 1000 -o "$OUT/philly1k.csv"
+# ITP cluster01 (light, real submit times, A100 table): doubling and hetero both replay it.
+"$RINGSIM" trace durations "$DATA/itp/cluster01.csv" --profiles $EF --ref-type a100 -o "$OUT/itp01.csv"
 
 for e in $EXPS; do
   case $e in
   doubling)
     # Three workload patterns: the Philly-derived head (heavy, Gavel table), ITP cluster01
     # (light, real submit times, A100 table), Philly durations with Poisson arrivals (T4 table).
-    "$RINGSIM" trace durations "$DATA/itp/cluster01.csv" --profiles $EF --ref-type a100 -o "$OUT/itp01.csv"
     "$RINGSIM" trace durations "$DATA/gavel/philly_job_distribution.csv" --profiles $EF --ref-type t4 \
       --jobs-per-hour 6 --time-scale 0.1 --limit 600 -o "$OUT/phillydist.csv"
     "$RINGSIM" run --quiet --plan-gap 0 $OURS --trace "$OUT/philly1k.csv" --cluster $GAVEL_CLUSTER --profiles $GAVEL \
