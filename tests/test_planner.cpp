@@ -93,6 +93,21 @@ void check_capacity(const Plan& p, const Cluster& c) {
     CPPUNIT_ASSERT_MESSAGE(node + " over-allocated", g <= c.find(node)->usable());
 }
 
+// The plan of `policy` (default settings) for s, checked against the cluster's capacity.
+Plan plan_checked(const Snapshot& s, Policy policy) {
+  PlannerConfig cfg;
+  cfg.policy = policy;
+  Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+  check_capacity(p, s.cluster);
+  return p;
+}
+
+// What a test case's assertions print: the policy, the job's remaining work and its reason.
+std::string case_text(Policy policy, double remaining, const JobPlan& jp) {
+  return std::string(policy_name(policy)) + " remaining " + std::to_string(remaining) + ": " +
+         jp.reason;
+}
+
 void make_running(Job& j, const JobPlan& jp, double now) {
   j.state = JobState::Running;
   j.current_gpus = jp.gpus;
@@ -596,13 +611,9 @@ class PlannerTest : public CppUnit::TestFixture {
       j.requested_gpus = 4;
       make_running(j, spread, c.last_resize_s);
       s.jobs = {j};
-      PlannerConfig cfg;
-      cfg.policy = c.policy;
-      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
-      check_capacity(p, s.cluster);
+      Plan p = plan_checked(s, c.policy);
       const JobPlan& jp = p.jobs[0];
-      std::string what = std::string(policy_name(c.policy)) + " remaining " +
-                         std::to_string(c.remaining) + ": " + jp.reason;
+      std::string what = case_text(c.policy, c.remaining, jp);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, jp.gpus);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{c.moves ? 1u : 2u}, jp.placement.size());
@@ -659,13 +670,9 @@ class PlannerTest : public CppUnit::TestFixture {
         w.allowed_types = {"k80"};
         s.jobs.push_back(w);
       }
-      PlannerConfig cfg;
-      cfg.policy = c.policy;
-      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
-      check_capacity(p, s.cluster);
+      Plan p = plan_checked(s, c.policy);
       const JobPlan& jp = p.jobs[0];
-      std::string what = std::string(policy_name(c.policy)) + " remaining " +
-                         std::to_string(c.remaining) + ": " + jp.reason;
+      std::string what = case_text(c.policy, c.remaining, jp);
       if (c.someone_waits) CPPUNIT_ASSERT_MESSAGE(p.jobs.back().reason, !p.jobs.back().runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, jp.gpus);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
