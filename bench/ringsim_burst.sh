@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# ringsim_burst.sh: the cost of simulating a burst (issue 15, point 3): 2,000 elastic jobs
-# submitted within 11 minutes (1-64 GPUs, powers of two; half Gavel, half ElasticFlow models;
-# 0.2-6 h on one GPU of their fastest type) on 6,155 GPUs of 5 types in 1,360 nodes of 8, 8, 4,
-# 4, 2 and 1 GPUs. Writes the cluster and the trace (seeded, the same every time), then runs
-# ringsim once per --plan-gap and prints its table and the CPU and wall seconds of each run.
+# ringsim_burst.sh: the cost of simulating a burst (issue 15, point 3): 2,000 jobs submitted
+# within 11 minutes (1-64 GPUs, powers of two, elastic from 1 GPU; those of 1 GPU fixed; half
+# Gavel, half ElasticFlow models; 0.2-6 h on one GPU of their fastest type) on 6,155 GPUs of 5
+# types in 1,360 nodes of 8, 8, 4, 4, 2 and 1 GPUs. Writes the cluster and the trace (seeded,
+# the same every time), then runs ringsim once per --plan-gap and prints its table and the CPU
+# and wall seconds of each run.
 #
 #   bench/ringsim_burst.sh [--builddir DIR] [--out DIR] [--policy P] [--gaps S1,S2,...]
 #     [--jobs N] [--timeout S]
@@ -58,7 +59,8 @@ for k in range(jobs):
     m = rng.choice(gavel if k % 2 == 0 else elasticflow)
     hours, g, submit = rng.uniform(0.2, 6), 1 << rng.randint(0, 6), rng.uniform(0, 660)
     iters = max(one_gpu[m].values()) * hours * 3600
-    rows.append('%d,%.1f,%s,%d,%.0f,1,%d,1\n' % (k + 1, submit, m, g, iters, g))
+    # elastic 1..g; a 1-GPU job is fixed (sbatch refuses --ring-elastic without MIN < MAX)
+    rows.append('%d,%.1f,%s,%d,%.0f,1,%d,%d\n' % (k + 1, submit, m, g, iters, g, g > 1))
 with open(out + '/trace.csv', 'w') as f:  # by submit time, then as sort(1) orders equal ones
     f.write('job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\n')
     f.writelines(sorted(rows, key=lambda r: (float(r.split(',')[1]), r)))

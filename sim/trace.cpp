@@ -88,6 +88,7 @@ Trace Trace::load_csv(const std::string& path) {
       j.max_gpus = static_cast<int>(v);
     }
     j.elastic = c_el >= 0 && !f.str(row, c_el).empty() ? f.boolean(row, c_el) : false;
+    j.elastic = j.resizable();
     if (!j.elastic) j.min_gpus = j.max_gpus = j.gpus;
     if (c_user >= 0) j.user = f.str(row, c_user);
     j.spb = c_spb >= 0 && !f.str(row, c_spb).empty() ? f.boolean(row, c_spb) : false;
@@ -125,9 +126,9 @@ void finish_job(TraceJob& j, const ImportOptions& opt, std::mt19937_64& rng) {
   if (j.elastic) {
     j.min_gpus = 1;
     j.max_gpus = elastic_max(j.gpus, opt);
-  } else {
-    j.min_gpus = j.max_gpus = j.gpus;
   }
+  j.elastic = j.resizable();
+  if (!j.elastic) j.min_gpus = j.max_gpus = j.gpus;
   if (opt.spb_fraction > 0) j.spb = std::uniform_real_distribution<double>(0, 1)(rng) < opt.spb_fraction;
 }
 

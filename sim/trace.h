@@ -19,10 +19,16 @@ struct TraceJob {
   double iterations = 0;
   int min_gpus = 1;
   int max_gpus = 1;
-  bool elastic = false;
+  bool elastic = false;    // resizable within [min_gpus, max_gpus]; see resizable()
   std::string user;
   bool spb = false;
   int line = 0;            // line in the trace file (0: generated)
+
+  // Whether a policy may resize or move the job: the plugin's rule (RingRequest::is_elastic),
+  // elastic with a range MIN < MAX, since sbatch refuses --ring-elastic without one. A row marked
+  // elastic with min = max is a fixed-size job there, never stopped or moved, so here too;
+  // otherwise ringsim would credit the planner with moves the product cannot make.
+  bool resizable() const { return elastic && max_gpus > min_gpus; }
 };
 
 // What an importer read and what it left out, with the reason, so no row disappears silently.

@@ -70,6 +70,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testSacctImport);
   CPPUNIT_TEST(testBadTraceRows);
   CPPUNIT_TEST(testTraceRoundTrip);
+  CPPUNIT_TEST(testElasticNeedsARange);
   CPPUNIT_TEST(testFifoHandChecked);
   CPPUNIT_TEST(testRestartCostPerResize);
   CPPUNIT_TEST(testCoalescedPlanOnIdleCluster);
@@ -247,6 +248,29 @@ class SimTest : public CppUnit::TestFixture {
       spb += u.jobs[i].spb;
     }
     CPPUNIT_ASSERT(spb > 5 && spb < 45);
+  }
+
+  // As sbatch refuses --ring-elastic without MIN < MAX, a trace row marked elastic with
+  // min = max is a fixed-size job: no policy may stop or move it (the engine checks its size).
+  void testElasticNeedsARange() {
+    OneNodeWorld w;
+    Trace t = w.trace("job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\n"
+                      "a,0,m,2,400,1,4,1\nb,1,m,2,400,2,2,1\nc,2,m,1,400,1,1,1\nd,3,m,2,400,1,4,0\n");
+    CPPUNIT_ASSERT(t.jobs[0].elastic && t.jobs[0].min_gpus == 1 && t.jobs[0].max_gpus == 4);
+    for (size_t k = 1; k < 4; ++k) {
+      const TraceJob& j = t.jobs[k];
+      CPPUNIT_ASSERT_MESSAGE(j.id, !j.elastic && j.min_gpus == j.gpus && j.max_gpus == j.gpus);
+    }
+    ImportOptions o;
+    o.limit = 50;
+    o.max_gpus_cap = 1;  // every 1-GPU job would get the range 1-1
+    Trace g = import_gavel_trace(shared_data("gavel/philly_vc_jobs_seed0.csv"), o, nullptr);
+    int fixed = 0;
+    for (const TraceJob& j : g.jobs) {
+      CPPUNIT_ASSERT_EQUAL(j.max_gpus > j.min_gpus, j.elastic);
+      fixed += j.gpus == 1;
+    }
+    CPPUNIT_ASSERT(fixed > 0);
   }
 
   // One node of 4 GPUs of type x, v(n) = n. By hand (FIFO + EASY backfill):
