@@ -155,6 +155,33 @@ void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
   jp.runs = jp.gpus > 0;
 }
 
+// The speed of `floor` GPUs on one node of the fastest type that has them free (0: none has).
+// Where only slow types can hold the fairness floor, it would force a slower ring than fewer GPUs
+// of a fast type: an 8-GPU resnet18 late job put on 8 K80s (27 it/s; one P100: 36) ran for 11
+// hours, 34x its time alone.
+double floor_speed(const ThroughputModel& model, const std::string& name,
+                   const std::vector<std::string>& types, const FreeGpus& free, int floor) {
+  double v = 0;
+  for (const std::string& t : types)
+    if (free.most_on_one_node({t}) >= floor) v = std::max(v, model.iters_per_s(name, t, floor));
+  return v;
+}
+
+// The job's types on which some size from `lo` (doubling) up to `floor` with GPUs free runs
+// faster than `speed`.
+std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,
+                                           const std::vector<std::string>& types, const FreeGpus& free,
+                                           int lo, int floor, double speed) {
+  std::vector<std::string> out;
+  for (const std::string& t : types)
+    for (int n = std::max(1, lo); n <= floor; n *= 2)
+      if (free.free_of_type(t) >= n && model.iters_per_s(name, t, n) > speed) {
+        out.push_back(t);
+        break;
+      }
+  return out;
+}
+
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
   std::map<std::string, int> out;
   for (const auto& [node, n] : j.gpus_by_node) {
@@ -424,10 +451,21 @@ Plan Planner::plan(const Snapshot& snap) const {
       // types has free: a floor of 8 on 4-GPU nodes forced the placement to spread a late job
       // over two nodes (slower rings, and, running, it kept them), and cost more JCT, p99 and
       // finish-time fairness on the default sweep than it saved (docs/ringsim.md, issue 15.2).
-      if (j.elastic && fair_floor[i] > 0)
-        pj.min_gpus = std::max(pj.min_gpus, std::min({counts[i], fair_floor[i],
-                                                      free_gpus.most_on_one_node(views[i].types)}));
+      // Where only its slow types have room for the floor and fewer GPUs of a faster type would
+      // run it faster, it runs on those types this round, from its minimum (floor_speed()).
       pj.allowed_types = views[i].types;
+      if (j.elastic && fair_floor[i] > 0) {
+        int floor = std::min({counts[i], fair_floor[i], free_gpus.most_on_one_node(views[i].types)});
+        if (floor > pj.min_gpus) {
+          double v = floor_speed(model, j.model, views[i].types, free_gpus, floor);
+          std::vector<std::string> faster =
+              types_faster_than(model, j.model, views[i].types, free_gpus, pj.min_gpus, floor / 2, v);
+          if (faster.empty())
+            pj.min_gpus = floor;
+          else
+            pj.allowed_types = faster;
+        }
+      }
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
       pj.current = j.gpus_by_node;
@@ -600,6 +638,8 @@ Plan Planner::plan(const Snapshot& snap) const {
   // holds it on no more nodes than it has now, if it gains more than min_gain_multiple restarts
   // there, and not within min_interval_s of its last resize; jobs in policy order get the room
   // first. (Also while jobs wait: the same on --full, seed 1, and more restarts on the burst.)
+  // A job on several types (it runs at its slowest's pace) may move to one of them or another: an
+  // 8-GPU resnet18 on K80s and P100s ran 11 hours at a thirty-fourth of its speed alone.
   // A job waits that could run somewhere (also step 3's SPB packing: 2c moves only running jobs).
   bool contention = false;
   for (int i = 0; i < n; ++i)
@@ -608,17 +648,19 @@ Plan Planner::plan(const Snapshot& snap) const {
     for (int i : order) {
       JobPlan& jp = plan.jobs[i];
       const Job& j = snap.jobs[i];
-      if (!frozen[i] || moved[i] || !views[i].known || jp.gpus_by_type.size() != 1 ||
+      if (!frozen[i] || moved[i] || !views[i].known || jp.gpus_by_type.empty() ||
           snap.now_s - j.last_resize_s < config_.costs.min_interval_s)
         continue;
-      const std::string now_type = jp.gpus_by_type.begin()->first;  // a copy: jp changes below
-      double v_now = model.iters_per_s(j.model, now_type, jp.gpus);
+      std::string now_type;  // a copy: jp changes below
+      for (const auto& [t, g] : jp.gpus_by_type) now_type += (now_type.empty() ? "" : "+") + t;
+      const bool mixed = jp.gpus_by_type.size() > 1;
+      double v_now = model.iters_per_s_mixed(j.model, jp.gpus_by_type);
       if (!(v_now > 0)) continue;
       std::string best;
       double v_best = v_now;
       for (const std::string& t : views[i].types) {
         double v = model.iters_per_s(j.model, t, jp.gpus);
-        if (t != now_type && v > v_best && free_gpus.free_of_type(t) >= jp.gpus) {
+        if ((mixed || t != now_type) && v > v_best && free_gpus.free_of_type(t) >= jp.gpus) {
           best = t;
           v_best = v;
         }

@@ -140,6 +140,8 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(lateJobsFairFloorStaysInsideOneNode);
   CPPUNIT_TEST(spreadJobGathersOntoFewerNodes);
   CPPUNIT_TEST(slowTypeJobMovesToAnIdleFasterType);
+  CPPUNIT_TEST(mixedTypeJobMovesToOneIdleType);
+  CPPUNIT_TEST(lateJobsFairFloorNotOnlyOnSlowTypes);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -679,6 +681,58 @@ class PlannerTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(c.moves ? best : "k80"),
                                    jp.placement.front().gpu_type);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, contains(jp.reason, "moves from k80 to " + best));
+    }
+  }
+
+  // The fairness floor of a late 8-GPU resnet18 is not forced where only K80s have room for it:
+  // 8 K80s run it slower (27 it/s) than the 2 free P100s (61). Where 8 P100s are free, it holds.
+  void lateJobsFairFloorNotOnlyOnSlowTypes() {
+    const std::string model = "resnet18-b16";
+    ThroughputModel m(gavel());
+    CPPUNIT_ASSERT(m.iters_per_s(model, "k80", 8) < m.iters_per_s(model, "p100", 1));
+    for (int p100s : {2, 8}) {
+      Snapshot s;
+      s.cluster.nodes = {Node{"k80-1", "k80", 8}, Node{"p100-1", "p100", p100s}};
+      s.now_s = 1e6;
+      s.jobs = {job("1", model, 1, 8, 1e5)};
+      s.jobs[0].requested_gpus = 8;
+      PlannerConfig cfg;
+      cfg.fairness = 1;
+      Plan p = Planner(m, cfg).plan(s);
+      check_capacity(p, s.cluster);
+      const JobPlan& jp = p.jobs[0];
+      std::string what = std::to_string(p100s) + " P100s: " + jp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, jp.runs && jp.gpus_by_type.count("k80") == 0);
+      CPPUNIT_ASSERT_MESSAGE(what, jp.predicted_iters_per_s > m.iters_per_s(model, "k80", 8));
+      if (p100s == 8) CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, jp.gpus);
+    }
+  }
+
+  // A job on a K80 and a P100 runs at the K80's pace: with the cluster idle it moves to the
+  // fastest single type (2c), unless it is nearly done.
+  void mixedTypeJobMovesToOneIdleType() {
+    const std::string model = "resnet50-b64";
+    const std::string best = fastest(model, 2);
+    JobPlan mixed;
+    mixed.placement = {Placement{"k80-1", "k80", 1}, Placement{"p100-1", "p100", 1}};
+    mixed.gpus = 2;
+    mixed.gpus_by_type = {{"k80", 1}, {"p100", 1}};
+    for (double remaining : {1e6, 1.0}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 10000;
+      Job j = job("1", model, 2, 2, remaining);
+      make_running(j, mixed, 0);
+      s.jobs = {j};
+      Plan p = plan_checked(s, Policy::Combined);
+      const JobPlan& jp = p.jobs[0];
+      std::string what = case_text(Policy::Combined, remaining, jp);
+      const bool moves = remaining > 1;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, jp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, moves, jp.resize);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{moves ? 1u : 2u}, jp.gpus_by_type.size());
+      if (moves) CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, jp.gpus_by_type.at(best));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, moves, contains(jp.reason, "moves from k80+p100 to " + best));
     }
   }
 };
