@@ -438,6 +438,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
     std::vector<int> seed;
     std::vector<int> known_todo;
+    std::vector<std::string> floor_note(n);  // why a late job's floor was left out this round
     for (int i : todo) {
       if (!views[i].known) continue;  // placed below by the simple rule
       const Job& j = snap.jobs[i];
@@ -460,10 +461,13 @@ Plan Planner::plan(const Snapshot& snap) const {
           double v = floor_speed(model, j.model, views[i].types, free_gpus, floor);
           std::vector<std::string> faster =
               types_faster_than(model, j.model, views[i].types, free_gpus, pj.min_gpus, floor / 2, v);
-          if (faster.empty())
+          if (faster.empty()) {
             pj.min_gpus = floor;
-          else
+          } else {
             pj.allowed_types = faster;
+            floor_note[i] = "; no floor of " + std::to_string(floor) +
+                            " GPUs this round: only slower types have room for it";
+          }
         }
       }
       pj.allow_mixed = config_.allow_mixed_types;
@@ -495,7 +499,7 @@ Plan Planner::plan(const Snapshot& snap) const {
                                      ? " with the batch split by GPU speed"
                                      : "") +
                                 " by the placement (" +
-                                std::to_string(pr.categories_evaluated) + " assignments)";
+                                std::to_string(pr.categories_evaluated) + " assignments)" + floor_note[i];
         } else {
           plan.jobs[i].reason = "waits: the placement found no GPUs for it this round";
         }

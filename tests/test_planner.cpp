@@ -705,6 +705,7 @@ class PlannerTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_MESSAGE(what, jp.runs && jp.gpus_by_type.count("k80") == 0);
       CPPUNIT_ASSERT_MESSAGE(what, jp.predicted_iters_per_s > m.iters_per_s(model, "k80", 8));
       if (p100s == 8) CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, jp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, p100s == 2, contains(jp.reason, "only slower types have room"));
     }
   }
 
