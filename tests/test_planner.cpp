@@ -117,6 +117,21 @@ void make_running(Job& j, const JobPlan& jp, double now) {
   j.last_resize_s = now;
 }
 
+// The plan of one elastic 1-8 job asking for 8 GPUs, submitted long ago (late for its fair
+// share), under combined with fairness 1; the plan's capacity checked.
+JobPlan late_job_plan(const ThroughputModel& m, const std::string& model, const Cluster& c) {
+  Snapshot s;
+  s.cluster = c;
+  s.now_s = 1e6;
+  s.jobs = {job("1", model, 1, 8, 1e5)};
+  s.jobs[0].requested_gpus = 8;
+  PlannerConfig cfg;
+  cfg.fairness = 1;
+  Plan p = Planner(m, cfg).plan(s);
+  check_capacity(p, c);
+  return p.jobs[0];
+}
+
 }  // namespace
 
 class PlannerTest : public CppUnit::TestFixture {
@@ -560,16 +575,7 @@ class PlannerTest : public CppUnit::TestFixture {
       ThroughputModel m(gavel());
       if (!(m.iters_per_s(model, "v100", 8) > m.iters_per_s(model, "v100", 4))) continue;
       for (const Cluster& c : {two_nodes, one_node}) {
-        Snapshot s;
-        s.cluster = c;
-        s.now_s = 1e6;
-        s.jobs = {job("1", model, 1, 8, 1e5)};
-        s.jobs[0].requested_gpus = 8;
-        PlannerConfig cfg;
-        cfg.fairness = 1;
-        Plan p = Planner(m, cfg).plan(s);
-        check_capacity(p, c);
-        const JobPlan& jp = p.jobs[0];
+        const JobPlan jp = late_job_plan(m, model, c);
         if (!contains(jp.reason, "fair share")) continue;  // the doubling alone grew it to 8
         ++fair_sized;
         if (c.nodes.size() == 1) {
@@ -691,16 +697,9 @@ class PlannerTest : public CppUnit::TestFixture {
     ThroughputModel m(gavel());
     CPPUNIT_ASSERT(m.iters_per_s(model, "k80", 8) < m.iters_per_s(model, "p100", 1));
     for (int p100s : {2, 8}) {
-      Snapshot s;
-      s.cluster.nodes = {Node{"k80-1", "k80", 8}, Node{"p100-1", "p100", p100s}};
-      s.now_s = 1e6;
-      s.jobs = {job("1", model, 1, 8, 1e5)};
-      s.jobs[0].requested_gpus = 8;
-      PlannerConfig cfg;
-      cfg.fairness = 1;
-      Plan p = Planner(m, cfg).plan(s);
-      check_capacity(p, s.cluster);
-      const JobPlan& jp = p.jobs[0];
+      Cluster c;
+      c.nodes = {Node{"k80-1", "k80", 8}, Node{"p100-1", "p100", p100s}};
+      const JobPlan jp = late_job_plan(m, model, c);
       std::string what = std::to_string(p100s) + " P100s: " + jp.reason;
       CPPUNIT_ASSERT_MESSAGE(what, jp.runs && jp.gpus_by_type.count("k80") == 0);
       CPPUNIT_ASSERT_MESSAGE(what, jp.predicted_iters_per_s > m.iters_per_s(model, "k80", 8));
