@@ -54,6 +54,8 @@ JobCurves::JobCurves(const std::vector<DoublingJob>& jobs, int total_gpus)
       throw InputError(who + ": a running job needs current_gpus 1.." +
                        std::to_string(kMaxTotalGpus) + ", got " +
                        std::to_string(job.current_gpus));
+    if (!job.stoppable && !job.running)
+      throw InputError(who + ": only a running job can be marked not stoppable");
     if (std::isnan(job.last_resize_s))
       throw InputError(who + ": last_resize_s is not a number");
     for (int n : choices(j)) eval(j, n);

@@ -76,11 +76,14 @@ Assignment DoublingRound::plan_round(const std::vector<char>& pinned) const {
       ++a.admitted;
     }
   };
-  // Step 1: held jobs first, then everyone else at its base size, in policy order.
+  // Step 1: held jobs first, then running jobs that cannot be stopped at their base size, then
+  // everyone else at its base size, in policy order.
   for (int j : order_)
     if (pinned[j]) admit(j, curves_.job(j).current_gpus);
   for (int j : order_)
-    if (!pinned[j]) admit(j, curves_.base(j));
+    if (!pinned[j] && !curves_.job(j).stoppable) admit(j, curves_.base(j));
+  for (int j : order_)
+    if (!pinned[j] && curves_.job(j).stoppable) admit(j, curves_.base(j));
 
   grant_fair_shares(a, pinned);
   a.low = a.gpus;

@@ -13,7 +13,8 @@
 //
 // How a round works here (the paper restarts from minimums every round; so do we):
 //  1. Admission. Jobs held by hysteresis ("pinned", see 3) keep their current size and are placed
-//     first. Then, in policy order, every other job gets its base size: inelastic jobs their
+//     first, then running jobs that may not be stopped (DoublingJob::stoppable) at their base
+//     size. Then, in policy order, every other job gets its base size: inelastic jobs their
 //     requested count, elastic jobs their minimum -- running elastic jobs included, so a running
 //     job larger than its minimum gives its extra GPUs back whenever a waiting job needs them.
 //     First fit: a job whose base does not fit waits, and later (smaller) jobs may still start.

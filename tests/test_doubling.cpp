@@ -508,6 +508,8 @@ class DoublingTest : public CppUnit::TestFixture {
     auto no_speed = elastic(100, 1, 4, nullptr);
     auto negative_remaining = elastic(-5, 1, 4, scaling(1, 0.9));
     auto bad_running = running(elastic(100, 1, 4, scaling(1, 0.9)), 0, 0);
+    auto pending_not_stoppable = ok;
+    pending_not_stoppable.stoppable = false;
     ResizeCosts costs;
     auto heuristic = [&](std::vector<DoublingJob> jobs, int total) {
       return what_of([&] { doubling_heuristic(jobs, identity(jobs.size()), total, costs, 0); });
@@ -524,6 +526,7 @@ class DoublingTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT(contains(run({no_speed}, 16), "job 0: no speed function"));
       CPPUNIT_ASSERT(contains(run({ok, negative_remaining}, 16), "job 1: remaining iterations"));
       CPPUNIT_ASSERT(contains(run({bad_running}, 16), "job 0: a running job needs current_gpus"));
+      CPPUNIT_ASSERT(contains(run({ok, pending_not_stoppable}, 16), "job 1: only a running job can be marked not stoppable"));
     }
     CPPUNIT_ASSERT(contains(what_of([&] { doubling_heuristic({ok, ok}, {0}, 4, costs, 0); }),
                             "order lists 1 jobs"));

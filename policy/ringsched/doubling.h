@@ -20,6 +20,10 @@ struct DoublingJob {
   bool elastic = true;         // inelastic jobs get exactly `requested`
   int requested = 1;
   bool running = false;        // running jobs pay the restart cost when resized
+  // False for a running job that whoever carries out the plan cannot stop (Slurm's plugin
+  // resizes elastic jobs through ringrun but never preempts): step 1 admits such jobs at their
+  // base before any waiting job, so the round never plans them to wait.
+  bool stoppable = true;
   int current_gpus = 0;        // size it runs at now (running only)
   double last_resize_s = -1e18;
   std::function<double(int)> speed;  // iterations/s on n GPUs; 0: cannot run on n
