@@ -299,10 +299,12 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].elastic = j.elastic;
       dj[i].requested = v.lo;
       dj[i].running = j.state == JobState::Running;
+      dj[i].stoppable = config_.preempt || !dj[i].running;
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
       if (!impossible[i].empty()) {
         // It cannot run here at all: never give it GPUs.
+        dj[i].stoppable = true;
         dj[i].elastic = false;
         dj[i].min_gpus = dj[i].max_gpus = dj[i].requested = 1;
         dj[i].speed = [](int) { return 0.0; };
@@ -396,16 +398,14 @@ Plan Planner::plan(const Snapshot& snap) const {
   NodeIndex nodes(cluster);
   FreeGpus free_gpus(cluster);
   std::vector<bool> frozen(n, false);
-  for (int i = 0; i < n; ++i) {
+  // Keeps running job i on the GPUs it holds, if they are still free.
+  auto keep_in_place = [&](int i) {
     const Job& j = snap.jobs[i];
-    if (j.state != JobState::Running || counts[i] != j.current_gpus || j.gpus_by_node.empty())
-      continue;
-    bool fits = true;
+    if (j.state != JobState::Running || j.gpus_by_node.empty()) return false;
     for (const auto& [node, g] : j.gpus_by_node) {
       int k = nodes.find(node);
-      if (k < 0 || free_gpus.free(k) < g) fits = false;
+      if (k < 0 || free_gpus.free(k) < g) return false;
     }
-    if (!fits) continue;
     frozen[i] = true;
     std::vector<Placement> pl;
     for (const auto& [node, g] : j.gpus_by_node) {
@@ -414,9 +414,16 @@ Plan Planner::plan(const Snapshot& snap) const {
       pl.push_back(Placement{node, cluster.nodes[k].gpu_type, g});
     }
     set_from_placement(plan.jobs[i], pl);
+    return true;
+  };
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] != snap.jobs[i].current_gpus || !keep_in_place(i)) continue;
     plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
                                                   : count_reason[i];
   }
+  // Whether a running job may move: Slurm's plugin moves only elastic jobs (ringrun requeues
+  // them at the new shape), unless the plan may preempt (PlannerConfig::preempt).
+  auto movable = [&](int i) { return config_.preempt || snap.jobs[i].elastic; };
 
   bool hetero = config_.policy == Policy::Hetero || config_.policy == Policy::Combined;
   std::vector<int> todo;
@@ -427,6 +434,11 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
     if (!frozen[i] && counts[i] > 0) todo.push_back(i);
   }
+  // The placement lets the last of its jobs wait while their sizes do not fit: running jobs
+  // first when they may not be stopped.
+  if (!config_.preempt)
+    std::stable_partition(todo.begin(), todo.end(),
+                          [&](int i) { return snap.jobs[i].state == JobState::Running; });
 
   if (hetero && !todo.empty()) {
     PlacementProblem pp;
@@ -438,9 +450,10 @@ Plan Planner::plan(const Snapshot& snap) const {
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
     std::vector<int> seed;
     std::vector<int> known_todo;
-    // Why a late job's floor was left out this round; sparse: n strings alive across the
-    // placement put a later first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
-    std::map<int, std::string> floor_note;
+    // Why a late job's floor was left out this round, and why a fixed-size job waits for some
+    // types (types_worth_starting_on); sparse: n strings alive across the placement put a later
+    // first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
+    std::map<int, std::string> floor_note, wait_note;
     for (int i : todo) {
       if (!views[i].known) continue;  // placed below by the simple rule
       const Job& j = snap.jobs[i];
@@ -472,6 +485,21 @@ Plan Planner::plan(const Snapshot& snap) const {
           }
         }
       }
+      if (!config_.preempt && !j.elastic && j.state != JobState::Running) {
+        const size_t all = pj.allowed_types.size();
+        pj.allowed_types = types_worth_starting_on(model, j, pj.allowed_types, counts[i],
+                                                   std::max(0.0, snap.now_s - j.submit_s));
+        if (pj.allowed_types.size() < all)
+          wait_note[i] = "; it is not moved once started, so it waits for a type on which it loses "
+                         "no more than it has waited";
+        // Not handed to the placement where those types have no room: it would wait there
+        // only after the jobs behind it in order (the placement lets the last one wait).
+        if (free_gpus.free_of(pj.allowed_types) < pj.min_gpus) {
+          plan.jobs[i].reason = "waits: no room on the types it would start on" +
+                                (wait_note.count(i) ? wait_note[i] : std::string());
+          continue;
+        }
+      }
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
       pj.current = j.gpus_by_node;
@@ -481,6 +509,8 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
     if (!pp.jobs.empty()) {
       PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
+      std::vector<char> held_back(known_todo.size(), 0);
+      if (!config_.preempt) held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, pr);
       for (size_t k = 0; k < known_todo.size(); ++k) {
         int i = known_todo[k];
         const JobPlacement& jpl = pr.jobs[k];
@@ -503,8 +533,12 @@ Plan Planner::plan(const Snapshot& snap) const {
                                 " by the placement (" +
                                 std::to_string(pr.categories_evaluated) + " assignments)" +
                                 (floor_note.count(i) ? floor_note[i] : std::string());
+        } else if (held_back[k]) {
+          plan.jobs[i].reason = "waits: GPUs the placement gave it stay with a running job, "
+                                "which is not stopped";
         } else {
-          plan.jobs[i].reason = "waits: the placement found no GPUs for it this round";
+          plan.jobs[i].reason = "waits: the placement found no GPUs for it this round" +
+                                (wait_note.count(i) ? wait_note[i] : std::string());
         }
       }
     }
@@ -581,6 +615,15 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
+  // Without PlannerConfig::preempt, a running job left without GPUs (no room for its planned
+  // size) keeps those it holds; hold_back_for_running() freed them above (the burst of
+  // bench/ringsim_burst.sh: 0 stops, 1,344 with preempt). Not where a drained node took them.
+  if (!config_.preempt)
+    for (int i : todo)
+      if (!plan.jobs[i].runs && keep_in_place(i))
+        plan.jobs[i].reason = "keeps its " + std::to_string(plan.jobs[i].gpus) +
+                              " GPUs: no room for its planned size, and running jobs are not stopped";
+
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
   // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody
   // got this round hold it on fewer nodes, it moves there if its faster ring gains more than
@@ -589,7 +632,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   if (config_.policy == Policy::Combined) {
     std::vector<int> spread;
     for (int i = 0; i < n; ++i)
-      if (frozen[i] && views[i].known && plan.jobs[i].placement.size() > 1 &&
+      if (frozen[i] && movable(i) && views[i].known && plan.jobs[i].placement.size() > 1 &&
           plan.jobs[i].gpus_by_type.size() == 1 &&
           snap.now_s - snap.jobs[i].last_resize_s >= config_.costs.min_interval_s)
         spread.push_back(i);
@@ -655,7 +698,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     for (int i : order) {
       JobPlan& jp = plan.jobs[i];
       const Job& j = snap.jobs[i];
-      if (!frozen[i] || moved[i] || !views[i].known || jp.gpus_by_type.empty() ||
+      if (!frozen[i] || !movable(i) || moved[i] || !views[i].known || jp.gpus_by_type.empty() ||
           snap.now_s - j.last_resize_s < config_.costs.min_interval_s)
         continue;
       std::string now_type;  // a copy: jp changes below

@@ -2,7 +2,9 @@
 #include "planner_hooks.h"
 
 #include <cstdio>
+#include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "ringsched/similarity.h"
 #include "ringsched/spb.h"
@@ -36,6 +38,61 @@ void apply_spb(const ThroughputModel& model, const Job& job, bool contention, Jo
   std::snprintf(buf, sizeof buf, "; SPB under contention: mean depth %.2f, %.0f%% faster",
                 f.mean_depth, 100.0 * (f.speedup() - 1.0));
   jp.reason += buf;
+}
+
+std::vector<std::string> types_worth_starting_on(const ThroughputModel& model, const Job& job,
+                                                 const std::vector<std::string>& types, int n,
+                                                 double waited_s) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const std::string& t : types) {
+    double v = model.iters_per_s(job.model, t, n);
+    if (v > 0) best = std::min(best, job.remaining / v);
+  }
+  std::vector<std::string> out;
+  for (const std::string& t : types) {
+    double v = model.iters_per_s(job.model, t, n);
+    if (v > 0 && job.remaining / v - best <= waited_s) out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std::vector<int>& placed,
+                                        const FreeGpus& free, PlacementResult& pr) {
+  std::vector<char> held(placed.size(), 0);
+  std::vector<size_t> queue;  // running jobs that will keep the GPUs they hold
+  for (size_t k = 0; k < placed.size(); ++k)
+    if (jobs[placed[k]].state == JobState::Running && pr.jobs[k].total == 0) queue.push_back(k);
+  if (queue.empty()) return held;
+  // Per node: the GPUs the placement gives out there, those kept by running jobs, and the jobs
+  // whose new placement uses it (pending ones first: undoing a running job's move puts it back
+  // on its own GPUs, which may in turn hold back others).
+  std::unordered_map<int, int> used, kept;
+  std::unordered_map<int, std::vector<size_t>> on;
+  for (size_t k = 0; k < placed.size(); ++k)
+    for (const auto& [name, g] : pr.jobs[k].gpus_by_node) used[free.node_index(name)] += g;
+  for (bool running : {false, true})
+    for (size_t k = 0; k < placed.size(); ++k) {
+      const Job& j = jobs[placed[k]];
+      if ((j.state == JobState::Running) != running || (running && pr.jobs[k].gpus_by_node == j.gpus_by_node))
+        continue;  // a running job that stays where it is keeps those GPUs either way
+      for (const auto& [name, g] : pr.jobs[k].gpus_by_node)
+        if (g > 0) on[free.node_index(name)].push_back(k);
+    }
+  for (size_t q = 0; q < queue.size(); ++q)
+    for (const auto& [name, g] : jobs[placed[queue[q]]].gpus_by_node) {
+      int node = free.node_index(name);
+      if (node < 0) continue;
+      kept[node] += g;
+      for (size_t k : on[node]) {
+        if (free.free(node) - used[node] >= kept[node]) break;
+        if (held[k] || pr.jobs[k].total == 0) continue;
+        held[k] = 1;
+        for (const auto& [other, h] : pr.jobs[k].gpus_by_node) used[free.node_index(other)] -= h;
+        pr.jobs[k] = JobPlacement{};
+        if (jobs[placed[k]].state == JobState::Running) queue.push_back(k);
+      }
+    }
+  return held;
 }
 
 }  // namespace ringsched

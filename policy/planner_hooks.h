@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Internal to the planner: the steps that call the model-similarity and SPB parts.
+// Internal to the planner: the steps that call the model-similarity and SPB parts, and the rules
+// for running jobs when the plan may not stop them (PlannerConfig::preempt off).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "ringsched/free_gpus.h"
+#include "ringsched/placement.h"
 #include "ringsched/planner.h"
 
 namespace ringsched {
@@ -19,5 +22,23 @@ int predict_unseen_models(ThroughputModel& model, const SimilarityModel& similar
 // to the rotating partial-depth pattern when that makes its useful iterations faster: it then
 // finishes sooner and hands its GPUs on. Sets jp.spb_depth and jp.predicted_iters_per_s.
 void apply_spb(const ThroughputModel& model, const Job& job, bool contention, JobPlan& jp);
+
+// The types of `types` on which fixed-size `job` may start on n GPUs when it will not be moved
+// once started: those where its run time exceeds its fastest type's by no more than it has
+// waited (ski rental: it waits at most as long as a slower type would cost it). Without this, a
+// 1-GPU job started on a K80 five minutes into a 2,000-job burst ran 35.8 hours where it takes
+// 5.7 alone (bench/ringsim_burst.sh).
+std::vector<std::string> types_worth_starting_on(const ThroughputModel& model, const Job& job,
+                                                 const std::vector<std::string>& types, int n,
+                                                 double waited_s);
+
+// Without PlannerConfig::preempt: a running job that the placement `pr` left out (no room for
+// its new size) goes on running where it is, as it would under Slurm. Clears in `pr`, on each
+// node it holds until its GPUs there are free again, the placements of pending jobs put there,
+// then of running jobs moved there (those go back to the GPUs they hold, in turn). `placed[k]`
+// is the index in `jobs` of the placement's job k; `free` holds the GPUs before `pr` is applied.
+// Returns, per k, whether job k's placement was cleared so.
+std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std::vector<int>& placed,
+                                        const FreeGpus& free, PlacementResult& pr);
 
 }  // namespace ringsched

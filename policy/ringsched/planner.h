@@ -44,6 +44,12 @@ struct PlannerConfig {
   // left over after every job's minimum before any other job doubles, up to its requested size
   // (DoublingJob::fair_time_s). Combined's placement then keeps it at that size or above.
   double fairness = 1.0;
+  // Whether a plan may stop a running job (it waits again) or move a running fixed-size job.
+  // Slurm's plugin carries out neither: it resizes running elastic jobs through ringrun's
+  // checkpoint and requeue, and never preempts. Off, the plan keeps every running job running
+  // (elastic ones at their minimum or more) and fixed-size ones where they are, so ringsim
+  // credits the product only with what the plugin does; ringsim's combined+preempt turns it on.
+  bool preempt = false;
 };
 
 struct Placement {

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// What a plan may do to running jobs (PlannerConfig::preempt). Slurm's plugin never stops a
+// running job and moves only elastic ones, through ringrun's checkpoint and requeue; by default
+// the planner plans within that, and ringsim's combined+preempt measures what more would buy.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <string>
+
+#include "ringsched/planner.h"
+#include "planner_fixtures.h"
+#include "test_util.h"
+
+using namespace ringsched;
+using namespace planner_fixtures;
+
+namespace {
+
+// A fixed-size job of `gpus` GPUs.
+Job fixed_job(const std::string& id, const std::string& model, int gpus, double remaining) {
+  Job j = job(id, model, gpus, gpus, remaining);
+  j.elastic = false;
+  j.requested_gpus = gpus;
+  return j;
+}
+
+JobPlan on_node(const std::string& node, const std::string& type, int gpus) {
+  JobPlan jp;
+  jp.placement = {Placement{node, type, gpus}};
+  jp.gpus = gpus;
+  jp.gpus_by_type = {{type, gpus}};
+  return jp;
+}
+
+}  // namespace
+
+class PlannerRunningTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(PlannerRunningTest);
+  CPPUNIT_TEST(runningJobsAreNotStoppedUnlessPreempt);
+  CPPUNIT_TEST(fixedSizeJobIsNotMovedUnlessPreempt);
+  CPPUNIT_TEST(fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  // A long job holds all 8 V100s; six short 4-GPU jobs arrive, each of which the order puts
+  // first. Combined and doubling stop the long job only when they may preempt.
+  void runningJobsAreNotStoppedUnlessPreempt() {
+    for (bool elastic : {false, true})
+      for (Policy pol : {Policy::Combined, Policy::Doubling})
+        for (bool preempt : {false, true}) {
+          Snapshot s;
+          s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4}};
+          s.now_s = 1000;
+          Job l = elastic ? job("long", "resnet50-b64", 8, 8, 1e7) : fixed_job("long", "resnet50-b64", 8, 1e7);
+          JobPlan eight;
+          eight.placement = {Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}};
+          eight.gpus = 8;
+          eight.gpus_by_type = {{"v100", 8}};
+          make_running(l, eight, 0);
+          s.jobs = {l};
+          for (int k = 0; k < 6; ++k) s.jobs.push_back(fixed_job("short" + std::to_string(k), "resnet50-b64", 4, 100));
+          Plan p = plan_checked(s, pol, preempt);
+          const JobPlan* lp = p.find("long");
+          const std::string what = std::string(policy_name(pol)) + (elastic ? " elastic" : " fixed") +
+                                   (preempt ? " preempt: " : ": ") + lp->reason;
+          CPPUNIT_ASSERT_MESSAGE(what, p.find("short0")->order < lp->order);
+          if (preempt) {
+            CPPUNIT_ASSERT_MESSAGE(what, !lp->runs);
+            CPPUNIT_ASSERT_MESSAGE(what, p.find("short0")->runs);
+          } else {
+            CPPUNIT_ASSERT_MESSAGE(what, lp->runs && !lp->resize);
+            CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp->gpus);
+            for (int k = 0; k < 6; ++k) CPPUNIT_ASSERT(!p.jobs[1 + k].runs);
+          }
+        }
+  }
+
+  // A fixed-size 1-GPU job on a K80 with the V100s idle: step 2c moves it only when the plan
+  // may move fixed-size jobs; an elastic 1-1 job (ringrun requeues it) moves either way.
+  void fixedSizeJobIsNotMovedUnlessPreempt() {
+    const std::string model = "resnet50-b64";
+    const std::string best = fastest(model, 1);
+    CPPUNIT_ASSERT(best != "k80");
+    for (bool elastic : {false, true})
+      for (bool preempt : {false, true}) {
+        Snapshot s;
+        s.cluster = small_cluster();
+        s.now_s = 10000;
+        Job j = elastic ? job("1", model, 1, 1, 1e6) : fixed_job("1", model, 1, 1e6);
+        make_running(j, on_node("k80-1", "k80", 1), 0);
+        s.jobs = {j};
+        const JobPlan jp = plan_checked(s, Policy::Combined, preempt).jobs[0];
+        const bool moves = elastic || preempt;
+        const std::string what = std::string(elastic ? "elastic" : "fixed") + (preempt ? " preempt: " : ": ") + jp.reason;
+        CPPUNIT_ASSERT_MESSAGE(what, jp.runs);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, moves, jp.resize);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(moves ? best : "k80"), jp.placement.front().gpu_type);
+      }
+  }
+
+  // Only K80s are free; the faster types are held by long fixed-size jobs. A waiting fixed-size
+  // 1-GPU job starts on a K80 only once it has waited as long as the K80 would cost it over its
+  // fastest type (ski rental); with preempt (it could be moved later) it starts at once.
+  void fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose() {
+    const std::string model = "resnet50-b64";
+    const std::string best = fastest(model, 1);
+    ThroughputModel m(gavel());
+    const double remaining = 1e5;
+    const double loss_s = remaining / m.iters_per_s(model, "k80", 1) - remaining / m.iters_per_s(model, best, 1);
+    CPPUNIT_ASSERT(loss_s > 3600);
+    struct Case {
+      double waited_s;
+      bool preempt, starts;
+    };
+    for (const Case& c : {Case{0, false, false}, Case{loss_s / 2, false, false}, Case{loss_s * 1.01, false, true},
+                          Case{0, true, true}}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 1e6;
+      for (const char* node : {"v100-1", "v100-2", "p100-1", "p100-2"}) {
+        Job h = fixed_job(std::string("h-") + node, model, 4, 1e9);
+        make_running(h, on_node(node, std::string(node, 4), 4), 0);
+        s.jobs.push_back(h);
+      }
+      Job w = fixed_job("w", model, 1, remaining);
+      w.submit_s = s.now_s - c.waited_s;
+      s.jobs.push_back(w);
+      const JobPlan jp = *plan_checked(s, Policy::Combined, c.preempt).find("w");
+      const std::string what = "waited " + std::to_string(c.waited_s) + " s of " + std::to_string(loss_s) +
+                               (c.preempt ? " preempt: " : ": ") + jp.reason;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts, jp.runs);
+      if (c.starts) CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("k80"), jp.placement.front().gpu_type);
+      else CPPUNIT_ASSERT_MESSAGE(what, contains(jp.reason, "loses no more than it has waited"));
+    }
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(PlannerRunningTest);
