@@ -265,6 +265,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
       j.spb_depth = depth;
       j.proportional_split = out[k].proportional_split;
       if (alloc.empty()) {
+        if (j.state == SimJobState::Running) ++j.stops;
         j.state = SimJobState::Pending;  // preempted; it pays the restart when it resumes
         j.speed = 0;
       } else {
@@ -415,6 +416,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
     res.jobs.push_back(r);
     jct.push_back(r.jct_s);
     res.restarts += j.restarts;
+    res.stops += j.stops;
     res.ftf_max = std::max(res.ftf_max, r.jct_s / r.ideal_s);
     attained += j.attained_gpu_s;
     useful += j.useful_gpu_s;

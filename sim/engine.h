@@ -38,6 +38,7 @@ struct SimJob {
   double attained_gpu_s = 0;
   double useful_gpu_s = 0;                 // GPU-seconds outside restarts
   int restarts = 0;
+  int stops = 0;                           // preempted while running (it waited again)
   int max_gpus_seen = 0;
   // Expected completion at the current speed, for policies that estimate (backfill).
   double expected_finish_s(double now_s) const;
@@ -104,6 +105,7 @@ struct SimResult {
   double gpu_util = 0;       // allocated GPU-seconds / (GPUs * makespan)
   double useful_util = 0;    // same without restart periods
   long restarts = 0;
+  long stops = 0;           // times a decision stopped a running job (it waited again)
   double ftf_max = 0;        // max over jobs of JCT / isolated time at the requested size
   double decision_ms_p50 = 0, decision_ms_p99 = 0;
   long decisions = 0;

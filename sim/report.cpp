@@ -34,6 +34,7 @@ json_t* metrics(const SimResult& r, bool job_rows) {
   json_object_set_new(o, "gpu_util", json_real(r.gpu_util));
   json_object_set_new(o, "useful_gpu_util", json_real(r.useful_util));
   json_object_set_new(o, "restarts", json_integer(r.restarts));
+  json_object_set_new(o, "stops", json_integer(r.stops));
   json_object_set_new(o, "ftf_max", json_real(r.ftf_max));
   json_object_set_new(o, "decision_ms_p50", json_real(r.decision_ms_p50));
   json_object_set_new(o, "decision_ms_p99", json_real(r.decision_ms_p99));

@@ -380,7 +380,9 @@ class SimTest : public CppUnit::TestFixture {
   // The first 150 jobs of the Philly-derived trace (iterations / 200 to keep it quick) on a small
   // Gavel-style cluster under every policy: every job finishes, no JCT beats the job's ideal
   // time, and the GPUs allocated never exceed the cluster (the engine also checks every node on
-  // every decision and throws if a policy over-allocates).
+  // every decision and throws if a policy over-allocates). The planner's policies never stop a
+  // running job (the plugin cannot), unless combined+preempt, which here does (14 stops), as
+  // Tiresias does (68).
   void testEngineInvariantsAllPolicies() {
     ImportOptions o;
     o.limit = 150;
@@ -401,9 +403,15 @@ class SimTest : public CppUnit::TestFixture {
     PolicyOptions po;
     po.samples = 4;
     po.window = 24;
-    for (const char* name : {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "combined"}) {
+    long preempt_stops = -1;
+    for (const char* name :
+         {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "combined", "combined+preempt"}) {
       auto p = make_policy(name, po, tm);
       SimResult r = e.run(*p, tm);
+      const std::string n = name;
+      if (n == "combined+preempt") preempt_stops = r.stops;
+      else if (n == "tiresias") CPPUNIT_ASSERT_MESSAGE(n, r.stops > 0);
+      else CPPUNIT_ASSERT_EQUAL_MESSAGE(n, 0L, r.stops);
       CPPUNIT_ASSERT_EQUAL(t.jobs.size(), r.jobs.size());
       for (size_t i = 0; i < r.jobs.size(); ++i) {
         const JobRow& j = r.jobs[i];
@@ -414,6 +422,7 @@ class SimTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT(r.gpu_util > 0 && r.gpu_util <= 1 + 1e-9);
       CPPUNIT_ASSERT(r.avg_jct_s > 0 && r.p50_jct_s <= r.p99_jct_s);
     }
+    CPPUNIT_ASSERT(preempt_stops > 0);
   }
 
   void testDeterminism() {
@@ -473,7 +482,7 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(err.text, root);
     json_t* fifo = json_object_get(json_object_get(root, "policies"), "fifo");
     CPPUNIT_ASSERT(fifo);
-    for (const char* k : {"avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "restarts", "ftf_max",
+    for (const char* k : {"avg_jct_s", "p50_jct_s", "p99_jct_s", "makespan_s", "gpu_util", "restarts", "stops", "ftf_max",
                           "decision_ms_p50", "decision_ms_p99", "jobs"})
       CPPUNIT_ASSERT_MESSAGE(k, json_object_get(fifo, k));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(87.5, json_number_value(json_object_get(fifo, "avg_jct_s")), 1e-6);
