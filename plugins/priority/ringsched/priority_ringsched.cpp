@@ -531,6 +531,14 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
       const double done = speed * std::max<double>(0, static_cast<double>(now - r.start));
       job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
       job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
+      // The plan holds only what request_resizes() carries out: with ResizeRunning=no a running
+      // job keeps its shape, and a typed GPU request keeps its type when requeued.
+      if (!policy.conf().resize_running) {
+        job.elastic = false;
+        job.min_gpus = job.max_gpus = job.requested_gpus = std::max(1, r.shape.gpus);
+      } else if (!r.shape.type_by_feature && !r.shape.type.empty()) {
+        job.allowed_types = {r.shape.type};
+      }
       // GPUs held by ring jobs are the planner's to hand out again.
       for (auto& node : snap.cluster.nodes) {
         auto held = r.shape.gpus_by_node.find(node.name);
