@@ -450,10 +450,14 @@ Plan Planner::plan(const Snapshot& snap) const {
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
     std::vector<int> seed;
     std::vector<int> known_todo;
-    // Why a late job's floor was left out this round, and why a fixed-size job waits for some
-    // types (types_worth_starting_on); sparse: n strings alive across the placement put a later
-    // first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
-    std::map<int, std::string> floor_note, wait_note;
+    // Why a late job's floor was left out this round; sparse: n strings alive across the
+    // placement put a later first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
+    std::map<int, std::string> floor_note;
+    // Fixed-size jobs whose types types_worth_starting_on() narrowed (their reason says why).
+    std::vector<char> narrowed(config_.preempt ? 0 : n, 0);
+    const std::string narrowed_note =
+        "; it is not moved once started, so it waits for a type on which it loses no more than it "
+        "has waited";
     for (int i : todo) {
       if (!views[i].known) continue;  // placed below by the simple rule
       const Job& j = snap.jobs[i];
@@ -489,14 +493,12 @@ Plan Planner::plan(const Snapshot& snap) const {
         const size_t all = pj.allowed_types.size();
         pj.allowed_types = types_worth_starting_on(model, j, pj.allowed_types, counts[i],
                                                    std::max(0.0, snap.now_s - j.submit_s));
-        if (pj.allowed_types.size() < all)
-          wait_note[i] = "; it is not moved once started, so it waits for a type on which it loses "
-                         "no more than it has waited";
+        narrowed[i] = pj.allowed_types.size() < all;
         // Not handed to the placement where those types have no room: it would wait there
         // only after the jobs behind it in order (the placement lets the last one wait).
         if (free_gpus.free_of(pj.allowed_types) < pj.min_gpus) {
           plan.jobs[i].reason = "waits: no room on the types it would start on" +
-                                (wait_note.count(i) ? wait_note[i] : std::string());
+                                (narrowed[i] ? narrowed_note : std::string());
           continue;
         }
       }
@@ -538,7 +540,7 @@ Plan Planner::plan(const Snapshot& snap) const {
                                 "which is not stopped";
         } else {
           plan.jobs[i].reason = "waits: the placement found no GPUs for it this round" +
-                                (wait_note.count(i) ? wait_note[i] : std::string());
+                                (!narrowed.empty() && narrowed[i] ? narrowed_note : std::string());
         }
       }
     }
