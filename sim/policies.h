@@ -56,7 +56,8 @@ struct PolicyOptions {
 // Names: fifo, tiresias, optimus, besttype (baselines); static, doubling, hetero, combined,
 // combined+spb, combined-naive, combined+preempt (ours: the planner's policies; combined+spb
 // turns on SPB packing; combined-naive turns off model similarity; combined+preempt lets the
-// plan stop running jobs and move fixed-size ones, which Slurm's plugin does not do). Throws InputError for an unknown name.
+// plan stop running jobs and move fixed-size ones, which Slurm's plugin does not do).
+// Throws InputError for an unknown name.
 std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
                                               const ringsched::ThroughputModel& model);
 std::vector<std::string> policy_names();
