@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ringsched/planner.h"
 #include "test_util.h"
@@ -93,6 +94,17 @@ inline Plan plan_checked(const Snapshot& s, Policy policy, bool preempt = false)
 inline std::string case_text(Policy policy, double remaining, const JobPlan& jp) {
   return std::string(policy_name(policy)) + " remaining " + std::to_string(remaining) + ": " +
          jp.reason;
+}
+
+// A plan row holding exactly these placements (for make_running).
+inline JobPlan plan_on(const std::vector<Placement>& placement) {
+  JobPlan jp;
+  jp.placement = placement;
+  for (const Placement& p : placement) {
+    jp.gpus += p.gpus;
+    jp.gpus_by_type[p.gpu_type] += p.gpus;
+  }
+  return jp;
 }
 
 inline void make_running(Job& j, const JobPlan& jp, double now) {

@@ -151,12 +151,7 @@ class PlannerTest : public CppUnit::TestFixture {
     cfg.costs.min_interval_s = 600;
     Planner planner(ThroughputModel(gavel()), cfg);
     // It runs on 2 GPUs, resized a minute ago: the idle cluster must not grow it yet.
-    Plan p0 = planner.plan(s);
-    JobPlan two = p0.jobs[0];
-    two.placement = {Placement{"v100-1", "v100", 2}};
-    two.gpus = 2;
-    two.gpus_by_type = {{"v100", 2}};
-    make_running(s.jobs[0], two, 0);
+    make_running(s.jobs[0], plan_on({Placement{"v100-1", "v100", 2}}), 0);
     s.now_s = 60;
     Plan p1 = planner.plan(s);
     CPPUNIT_ASSERT_MESSAGE(p1.jobs[0].reason, !p1.jobs[0].resize);
@@ -189,11 +184,7 @@ class PlannerTest : public CppUnit::TestFixture {
     PlannerConfig cfg;
     cfg.policy = Policy::Doubling;
     s.cluster.nodes[0].free_gpus = 2;
-    JobPlan two;
-    two.placement = {Placement{"v100-1", "v100", 2}};
-    two.gpus = 2;
-    two.gpus_by_type = {{"v100", 2}};
-    make_running(s.jobs[0], two, -1e6);
+    make_running(s.jobs[0], plan_on({Placement{"v100-1", "v100", 2}}), -1e6);
     s.jobs.push_back(job("2", "lm-b20", 1, 1, 1000));
     Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
     check_capacity(p, s.cluster);
@@ -211,11 +202,7 @@ class PlannerTest : public CppUnit::TestFixture {
       s.jobs = {job("long", "resnet50-b64", 8, 8, 1e7)};
       s.jobs[0].elastic = false;
       s.jobs[0].requested_gpus = 8;
-      JobPlan eight;
-      eight.placement = {Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}};
-      eight.gpus = 8;
-      eight.gpus_by_type = {{"v100", 8}};
-      make_running(s.jobs[0], eight, 0);
+      make_running(s.jobs[0], plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}), 0);
       for (int k = 0; k < 6; ++k) {
         Job j = job("short" + std::to_string(k), "resnet50-b64", 4, 4, 100);
         j.elastic = false;
@@ -373,11 +360,7 @@ class PlannerTest : public CppUnit::TestFixture {
     u.requested_gpus = 8;
     u.allowed_types = {"k80"};
     u.priority_boost = 1;
-    JobPlan two;
-    two.placement = {Placement{"k80-1", "k80", 2}};
-    two.gpus = 2;
-    two.gpus_by_type = {{"k80", 2}};
-    make_running(u, two, 0);
+    make_running(u, plan_on({Placement{"k80-1", "k80", 2}}), 0);
     Job m = job("m", "resnet50-b64", 4, 4, 1e3);
     m.elastic = false;
     m.requested_gpus = 4;
@@ -519,10 +502,7 @@ class PlannerTest : public CppUnit::TestFixture {
     Snapshot s;
     for (int i = 1; i <= 2; ++i) s.cluster.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
     s.now_s = 10000;
-    JobPlan spread;
-    spread.placement = {Placement{"v100-1", "v100", 2}, Placement{"v100-2", "v100", 2}};
-    spread.gpus = 4;
-    spread.gpus_by_type = {{"v100", 4}};
+    const JobPlan spread = plan_on({Placement{"v100-1", "v100", 2}, Placement{"v100-2", "v100", 2}});
     struct Case {
       Policy policy;
       double remaining, last_resize_s;
@@ -553,10 +533,7 @@ class PlannerTest : public CppUnit::TestFixture {
     const std::string model = "resnet50-b64";
     const std::string best = fastest(model, 1);
     CPPUNIT_ASSERT(best != "k80");
-    JobPlan on_k80;
-    on_k80.placement = {Placement{"k80-1", "k80", 1}};
-    on_k80.gpus = 1;
-    on_k80.gpus_by_type = {{"k80", 1}};
+    const JobPlan on_k80 = plan_on({Placement{"k80-1", "k80", 1}});
     struct Case {
       Policy policy;
       double remaining, last_resize_s;
@@ -577,10 +554,7 @@ class PlannerTest : public CppUnit::TestFixture {
       if (c.faster_held)  // inelastic 4-GPU jobs on every V100 and P100 node
         for (const char* node : {"v100-1", "v100-2", "p100-1", "p100-2"}) {
           Job h = job(std::string("h-") + node, model, 4, 4);
-          JobPlan held;
-          held.placement = {Placement{node, std::string(node, 4), 4}};
-          held.gpus = 4;
-          held.gpus_by_type = {{std::string(node, 4), 4}};
+          const JobPlan held = plan_on({Placement{node, std::string(node, 4), 4}});
           h.elastic = false;
           h.requested_gpus = 4;
           make_running(h, held, 0);
@@ -628,10 +602,7 @@ class PlannerTest : public CppUnit::TestFixture {
   void mixedTypeJobMovesToOneIdleType() {
     const std::string model = "resnet50-b64";
     const std::string best = fastest(model, 2);
-    JobPlan mixed;
-    mixed.placement = {Placement{"k80-1", "k80", 1}, Placement{"p100-1", "p100", 1}};
-    mixed.gpus = 2;
-    mixed.gpus_by_type = {{"k80", 1}, {"p100", 1}};
+    const JobPlan mixed = plan_on({Placement{"k80-1", "k80", 1}, Placement{"p100-1", "p100", 1}});
     for (double remaining : {1e6, 1.0}) {
       Snapshot s;
       s.cluster = small_cluster();

@@ -23,14 +23,6 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
   return j;
 }
 
-JobPlan on_node(const std::string& node, const std::string& type, int gpus) {
-  JobPlan jp;
-  jp.placement = {Placement{node, type, gpus}};
-  jp.gpus = gpus;
-  jp.gpus_by_type = {{type, gpus}};
-  return jp;
-}
-
 }  // namespace
 
 class PlannerRunningTest : public CppUnit::TestFixture {
@@ -51,11 +43,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
           s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4}};
           s.now_s = 1000;
           Job l = elastic ? job("long", "resnet50-b64", 8, 8, 1e7) : fixed_job("long", "resnet50-b64", 8, 1e7);
-          JobPlan eight;
-          eight.placement = {Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}};
-          eight.gpus = 8;
-          eight.gpus_by_type = {{"v100", 8}};
-          make_running(l, eight, 0);
+          make_running(l, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}), 0);
           s.jobs = {l};
           for (int k = 0; k < 6; ++k) s.jobs.push_back(fixed_job("short" + std::to_string(k), "resnet50-b64", 4, 100));
           Plan p = plan_checked(s, pol, preempt);
@@ -86,7 +74,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         s.cluster = small_cluster();
         s.now_s = 10000;
         Job j = elastic ? job("1", model, 1, 1, 1e6) : fixed_job("1", model, 1, 1e6);
-        make_running(j, on_node("k80-1", "k80", 1), 0);
+        make_running(j, plan_on({Placement{"k80-1", "k80", 1}}), 0);
         s.jobs = {j};
         const JobPlan jp = plan_checked(s, Policy::Combined, preempt).jobs[0];
         const bool moves = elastic || preempt;
@@ -118,7 +106,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       s.now_s = 1e6;
       for (const char* node : {"v100-1", "v100-2", "p100-1", "p100-2"}) {
         Job h = fixed_job(std::string("h-") + node, model, 4, 1e9);
-        make_running(h, on_node(node, std::string(node, 4), 4), 0);
+        make_running(h, plan_on({Placement{node, std::string(node, 4), 4}}), 0);
         s.jobs.push_back(h);
       }
       Job w = fixed_job("w", model, 1, remaining);
