@@ -37,6 +37,16 @@ class ResizeNoteTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(by_hand.is_request());
     CPPUNIT_ASSERT_EQUAL(2, by_hand.gpus);
     CPPUNIT_ASSERT(by_hand.type.empty());
+    // A stop (preemption) is a request too, carried out as "stopped".
+    const PlannerNote stop = PlannerNote::stop(1700000123);
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:stop,at=1700000123"), stop.str());
+    const PlannerNote stop_back = PlannerNote::parse(stop.str());
+    CPPUNIT_ASSERT(stop_back.is_request() && stop_back.is_stop());
+    CPPUNIT_ASSERT_EQUAL(1700000123LL, stop_back.at);
+    const PlannerNote stopped = PlannerNote::parse(stop.resized().str());
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:stopped,at=1700000123"), stop.resized().str());
+    CPPUNIT_ASSERT(stopped.kind == PlannerNote::Kind::Stopped && !stopped.is_request());
+    CPPUNIT_ASSERT(!r.is_stop());
   }
 
   void testPlannerNoteRefusesMalformed() {
@@ -45,7 +55,9 @@ class ResizeNoteTest : public CppUnit::TestFixture {
                             "ringsched:resize=4,type=v1/00", "ringsched:resize=4,colour=red",
                             "ringsched:resize=4,at=-5", "ringsched:resize=4,at=99999999999999999999",
                             "ringsched:resize=4,type=v100,type=k80", "x ringsched:resize=4",
-                            "ringsched:resizing=4", "ringsched:admittedly"})
+                            "ringsched:resizing=4", "ringsched:admittedly", "ringsched:stop",
+                            "ringsched:stop,at=", "ringsched:stop,at=5,at=6", "ringsched:stop=4,at=5",
+                            "ringsched:stopped,at=x", "ringsched:stopping,at=5", "ringsched:stop,type=k80,at=5"})
       CPPUNIT_ASSERT_MESSAGE(bad, PlannerNote::parse(bad).kind == PlannerNote::Kind::None);
     CPPUNIT_ASSERT(PlannerNote::parse("ringsched:resize=9", 8).kind == PlannerNote::Kind::None);
     // The note ends at a blank: an admin's text may follow.

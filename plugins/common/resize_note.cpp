@@ -64,9 +64,17 @@ PlannerNote PlannerNote::resize(int gpus, const std::string& type, long long at)
   return n;
 }
 
+PlannerNote PlannerNote::stop(long long at) {
+  PlannerNote n;
+  n.kind = Kind::Stop;
+  n.at = at;
+  return n;
+}
+
 PlannerNote PlannerNote::resized() const {
   PlannerNote n = *this;
-  n.kind = Kind::Resized;
+  if (kind == Kind::Resize) n.kind = Kind::Resized;
+  if (kind == Kind::Stop) n.kind = Kind::Stopped;
   return n;
 }
 
@@ -78,6 +86,9 @@ std::string PlannerNote::str() const {
     case Kind::Resized:
       return kPrefix + (kind == Kind::Resize ? "resize=" : "resized=") + std::to_string(gpus) +
              (type.empty() ? "" : ",type=" + type) + ",at=" + std::to_string(at);
+    case Kind::Stop:
+    case Kind::Stopped:
+      return kPrefix + (kind == Kind::Stop ? "stop" : "stopped") + ",at=" + std::to_string(at);
   }
   return "";
 }
@@ -87,6 +98,13 @@ PlannerNote PlannerNote::parse(const std::string& admin_comment, int max_gpus) {
   if (admin_comment.rfind(kPrefix, 0) != 0) return none;
   const std::string body = body_at(admin_comment, 0);
   if (body == "admitted") return admitted();
+  for (const Kind k : {Kind::Stop, Kind::Stopped}) {
+    const std::string word = k == Kind::Stop ? "stop," : "stopped,";
+    PlannerNote n;
+    if (body.rfind(word, 0) != 0 || !parse_epoch(body.substr(word.size()), &n.at)) continue;
+    n.kind = k;
+    return n;
+  }
   const bool request = body.rfind("resize=", 0) == 0;
   if (!request && body.rfind("resized=", 0) != 0) return none;
   const std::vector<std::string> fields = split_commas(body.substr(request ? 7 : 8));

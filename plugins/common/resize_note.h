@@ -11,6 +11,10 @@
 //                                           GPUs of type T (decided at EPOCH)
 //   ringsched:resized=N,type=T,at=EPOCH     the planner has applied that shape to the requeued
 //                                           job and released it
+//   ringsched:stop,at=EPOCH                 the planner asks the running job to checkpoint and
+//                                           wait (preemption: Preempt=yes in ringsched.conf)
+//   ringsched:stopped,at=EPOCH              the planner has released the requeued job at its
+//                                           shape: it waits, pending, until a plan starts it
 // Comment, which the job's owner writes, carries ringrun's state. It is a hint only: it decides
 // no size and touches no other job; forging it can at most restart the forger's own job.
 //   ringsched:wrapper=ready[,signal]        ringrun runs the job; with ",signal" SIGUSR2 sent
@@ -26,20 +30,23 @@ namespace ringsched {
 
 // The planner's note (AdminComment).
 struct PlannerNote {
-  enum class Kind { None, Admitted, Resize, Resized };
+  enum class Kind { None, Admitted, Resize, Resized, Stop, Stopped };
   static constexpr long long kMaxEpoch = 1LL << 40;
 
   Kind kind = Kind::None;
   int gpus = 0;          // Resize, Resized: the GPU count
   std::string type;      // Resize, Resized: the GPU type (lower case; "" keeps the job's type)
-  long long at = 0;      // Resize, Resized: when the planner decided (epoch seconds, 0 unknown)
+  long long at = 0;      // all but Admitted: when the planner decided (epoch seconds, 0 unknown)
 
   static PlannerNote admitted();
   static PlannerNote resize(int gpus, const std::string& type, long long at);
-  // The same decision, carried out.
+  static PlannerNote stop(long long at);
+  // The same decision, carried out (Resize -> Resized, Stop -> Stopped).
   PlannerNote resized() const;
 
-  bool is_request() const { return kind == Kind::Resize; }
+  // A decision ringrun carries out by checkpointing and requeueing the job (held).
+  bool is_request() const { return kind == Kind::Resize || kind == Kind::Stop; }
+  bool is_stop() const { return kind == Kind::Stop; }
   // Resize and Resized notes of the same decision.
   bool same_decision(const PlannerNote& o) const {
     return gpus == o.gpus && type == o.type && at == o.at;
