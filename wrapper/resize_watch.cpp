@@ -100,6 +100,13 @@ ResizeDecision ResizeWatch::poll(int world, const std::string& gpu_type, bool re
   const std::string& comment = job_->shape().admin_comment;
   const ringsched::PlannerNote note = ringsched::PlannerNote::parse(comment, max_gpus_);
   if (!note.is_request() || comment == read_text(handled_file_)) return d;
+  if (note.is_stop()) {
+    d.gpus = world;  // it comes back at this shape unless a later plan says otherwise
+    d.stop = d.by_planner = true;
+    d.decided_at = note.at;
+    d.reason = "policy engine stops the job for now (admin comment '" + comment + "')";
+    return d;
+  }
   const bool new_type = !note.type.empty() && note.type != gpu_type && !gpu_type.empty();
   if (note.gpus == world && !new_type) return d;
   d.gpus = note.gpus;

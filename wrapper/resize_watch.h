@@ -15,6 +15,7 @@ struct ResizeDecision {
   std::string type;          // "" keeps the job's GPU type
   std::string reason;        // for the log
   bool by_planner = false;   // the planner decided it: it applies the shape itself (ringsched(8))
+  bool stop = false;         // the planner preempts the job: checkpoint, requeue, wait (gpus = world)
   long long decided_at = 0;  // the planner's decision time (epoch seconds), 0 if unknown
 };
 

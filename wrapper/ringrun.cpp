@@ -370,22 +370,26 @@ void announce_ready(ringrun::SlurmJob& job) {
   if (!err.empty()) log("cannot note in the job's Comment that ringrun is ready: %s", err.c_str());
 }
 
-// The planner's resize: the job's owner only checkpoints and requeues its job with a hold, noting
-// which decision it requeued for; priority/ringsched (as SlurmUser) applies the shape it recorded
-// and releases the job. Returns true once the job is requeued.
+// The planner's resize or stop: the job's owner only checkpoints and requeues its job with a
+// hold, noting which decision it requeued for; priority/ringsched (as SlurmUser) applies the shape
+// it recorded and releases the job (a stopped job then waits, pending, for a plan that starts it).
+// Returns true once the job is requeued.
 bool hand_over(ringrun::SlurmJob& job, const ringrun::ResizeDecision& d, const std::string& ckpt_dir) {
   const uint32_t id = job.shape().job_id;
+  const std::string what = d.stop ? std::string("stop") : "resize to " + std::to_string(d.gpus) + " GPUs";
   const std::string note = ringsched::WrapperNote::requeued(d.decided_at).merged_into(job.shape().comment);
   std::string err = job.set_comment(note);
   if (err.empty()) err = job.requeue_held();
   if (!err.empty()) {
-    log("handing job %u over to the planner for its resize to %d GPUs failed: %s", id, d.gpus, err.c_str());
+    log("handing job %u over to the planner for its %s failed: %s", id, what.c_str(), err.c_str());
     ringrun::env::event(ckpt_dir, "requeue_failed " + err);
     return false;
   }
-  ringrun::env::event(ckpt_dir, "requeued_for_planner " + std::to_string(d.gpus));
-  log("job %u requeued (held) for the planner's resize to %d GPUs%s%s; priority/ringsched applies it and "
-      "releases the job", id, d.gpus, d.type.empty() ? "" : " of type ", d.type.c_str());
+  ringrun::env::event(ckpt_dir, d.stop ? std::string("requeued_for_planner_stop")
+                                      : "requeued_for_planner " + std::to_string(d.gpus));
+  log("job %u requeued (held) for the planner's %s%s%s; priority/ringsched %s and releases the job", id,
+      what.c_str(), d.type.empty() ? "" : " of type ", d.type.c_str(),
+      d.stop ? "keeps its shape" : "applies it");
   return true;
 }
 
