@@ -223,6 +223,8 @@ Plan Planner::plan(const Snapshot& snap) const {
 
   const Cluster& cluster = snap.cluster;
   const int n = static_cast<int>(snap.jobs.size());
+  // Whether the plan may stop running job i, or move it at its size (PlannerConfig::preempt).
+  auto may_stop = [&](int i) { return config_.preempt && snap.jobs[i].stoppable; };
   // Walked once here, not once per job: clusters have thousands of nodes.
   const std::vector<std::string> cluster_types = cluster.types();
   const int total_gpus = cluster.total_gpus();
@@ -299,7 +301,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].elastic = j.elastic;
       dj[i].requested = v.lo;
       dj[i].running = j.state == JobState::Running;
-      dj[i].stoppable = config_.preempt || !dj[i].running;
+      dj[i].stoppable = !dj[i].running || (config_.preempt && j.stoppable);
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
       if (!impossible[i].empty()) {
@@ -421,9 +423,9 @@ Plan Planner::plan(const Snapshot& snap) const {
     plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
                                                   : count_reason[i];
   }
-  // Whether a running job may move: Slurm's plugin moves only elastic jobs (ringrun requeues
-  // them at the new shape), unless the plan may preempt (PlannerConfig::preempt).
-  auto movable = [&](int i) { return config_.preempt || snap.jobs[i].elastic; };
+  // Whether a running job may move: Slurm's plugin moves elastic jobs (ringrun requeues them at
+  // the new shape), and fixed-size ones only where the plan may preempt them.
+  auto movable = [&](int i) { return may_stop(i) || snap.jobs[i].elastic; };
 
   bool hetero = config_.policy == Policy::Hetero || config_.policy == Policy::Combined;
   std::vector<int> todo;
@@ -435,10 +437,9 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (!frozen[i] && counts[i] > 0) todo.push_back(i);
   }
   // The placement lets the last of its jobs wait while their sizes do not fit: running jobs
-  // first when they may not be stopped.
-  if (!config_.preempt)
-    std::stable_partition(todo.begin(), todo.end(),
-                          [&](int i) { return snap.jobs[i].state == JobState::Running; });
+  // that may not be stopped first.
+  std::stable_partition(todo.begin(), todo.end(),
+                        [&](int i) { return snap.jobs[i].state == JobState::Running && !may_stop(i); });
 
   if (hetero && !todo.empty()) {
     PlacementProblem pp;
@@ -454,7 +455,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     // placement put a later first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
     std::map<int, std::string> floor_note;
     // Fixed-size jobs whose types types_worth_starting_on() narrowed (their reason says why).
-    std::vector<char> narrowed(config_.preempt ? 0 : n, 0);
+    std::vector<char> narrowed(n, 0);
     const std::string narrowed_note =
         "; it is not moved once started, so it waits for a type on which it loses no more than it "
         "has waited";
@@ -489,7 +490,7 @@ Plan Planner::plan(const Snapshot& snap) const {
           }
         }
       }
-      if (!config_.preempt && !j.elastic && j.state != JobState::Running) {
+      if (!j.elastic && j.state != JobState::Running && !may_stop(i)) {
         const size_t all = pj.allowed_types.size();
         pj.allowed_types = types_worth_starting_on(model, j, pj.allowed_types, counts[i],
                                                    std::max(0.0, snap.now_s - j.submit_s));
@@ -512,7 +513,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (!pp.jobs.empty()) {
       PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
       std::vector<char> held_back(known_todo.size(), 0);
-      if (!config_.preempt) held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, pr);
+      held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, config_.preempt, pr);
       for (size_t k = 0; k < known_todo.size(); ++k) {
         int i = known_todo[k];
         const JobPlacement& jpl = pr.jobs[k];
@@ -617,14 +618,13 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
-  // Without PlannerConfig::preempt, a running job left without GPUs (no room for its planned
-  // size) keeps those it holds; hold_back_for_running() freed them above (the burst of
+  // A running job that may not be stopped, left without GPUs (no room for its planned size),
+  // keeps those it holds; hold_back_for_running() freed them above (the burst of
   // bench/ringsim_burst.sh: 0 stops, 1,344 with preempt). Not where a drained node took them.
-  if (!config_.preempt)
-    for (int i : todo)
-      if (!plan.jobs[i].runs && keep_in_place(i))
-        plan.jobs[i].reason = "keeps its " + std::to_string(plan.jobs[i].gpus) +
-                              " GPUs: no room for its planned size, and running jobs are not stopped";
+  for (int i : todo)
+    if (!may_stop(i) && !plan.jobs[i].runs && keep_in_place(i))
+      plan.jobs[i].reason = "keeps its " + std::to_string(plan.jobs[i].gpus) +
+                            " GPUs: no room for its planned size, and it may not be stopped";
 
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
   // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody

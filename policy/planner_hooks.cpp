@@ -57,11 +57,13 @@ std::vector<std::string> types_worth_starting_on(const ThroughputModel& model, c
 }
 
 std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std::vector<int>& placed,
-                                        const FreeGpus& free, PlacementResult& pr) {
+                                        const FreeGpus& free, bool preempt, PlacementResult& pr) {
   std::vector<char> held(placed.size(), 0);
   std::vector<size_t> queue;  // running jobs that will keep the GPUs they hold
-  for (size_t k = 0; k < placed.size(); ++k)
-    if (jobs[placed[k]].state == JobState::Running && pr.jobs[k].total == 0) queue.push_back(k);
+  for (size_t k = 0; k < placed.size(); ++k) {
+    const Job& j = jobs[placed[k]];
+    if (j.state == JobState::Running && !(preempt && j.stoppable) && pr.jobs[k].total == 0) queue.push_back(k);
+  }
   if (queue.empty()) return held;
   // Per node: the GPUs the placement gives out there, those kept by running jobs, and the jobs
   // whose new placement uses it (pending ones first: undoing a running job's move puts it back

@@ -32,13 +32,14 @@ std::vector<std::string> types_worth_starting_on(const ThroughputModel& model, c
                                                  const std::vector<std::string>& types, int n,
                                                  double waited_s);
 
-// Without PlannerConfig::preempt: a running job that the placement `pr` left out (no room for
-// its new size) goes on running where it is, as it would under Slurm. Clears in `pr`, on each
+// A running job that the placement `pr` left out (no room for its new size) and that the plan may
+// not stop (PlannerConfig::preempt off, or Job::stoppable false) goes on running where it is, as
+// it would under Slurm. Clears in `pr`, on each
 // node it holds until its GPUs there are free again, the placements of pending jobs put there,
 // then of running jobs moved there (those go back to the GPUs they hold, in turn). `placed[k]`
 // is the index in `jobs` of the placement's job k; `free` holds the GPUs before `pr` is applied.
 // Returns, per k, whether job k's placement was cleared so.
 std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std::vector<int>& placed,
-                                        const FreeGpus& free, PlacementResult& pr);
+                                        const FreeGpus& free, bool preempt, PlacementResult& pr);
 
 }  // namespace ringsched

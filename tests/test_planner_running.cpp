@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// What a plan may do to running jobs (PlannerConfig::preempt). Slurm's plugin never stops a
-// running job and moves only elastic ones, through ringrun's checkpoint and requeue; by default
-// the planner plans within that, and ringsim's combined+preempt measures what more would buy.
+// What a plan may do to running jobs (PlannerConfig::preempt, Job::stoppable). Slurm's plugin
+// stops and moves through ringrun's checkpoint and requeue: elastic jobs it may always resize and
+// move; it stops or moves a job at its size only with Preempt=yes, and only a job under ringrun.
+// Off, or for a job not stoppable, the planner plans within that.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <string>
@@ -34,22 +35,24 @@ class PlannerRunningTest : public CppUnit::TestFixture {
 
  public:
   // A long job holds all 8 V100s; six short 4-GPU jobs arrive, each of which the order puts
-  // first. Combined and doubling stop the long job only when they may preempt.
+  // first. Combined and doubling stop the long job only when they may preempt it.
   void runningJobsAreNotStoppedUnlessPreempt() {
     for (bool elastic : {false, true})
       for (Policy pol : {Policy::Combined, Policy::Doubling})
-        for (bool preempt : {false, true}) {
+        for (int mode : {0, 1, 2}) {  // preempt off; on; on, but the long job is not stoppable
+          const bool preempt = mode == 1;
           Snapshot s;
           s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4}};
           s.now_s = 1000;
           Job l = elastic ? job("long", "resnet50-b64", 8, 8, 1e7) : fixed_job("long", "resnet50-b64", 8, 1e7);
           make_running(l, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}), 0);
+          l.stoppable = mode != 2;
           s.jobs = {l};
           for (int k = 0; k < 6; ++k) s.jobs.push_back(fixed_job("short" + std::to_string(k), "resnet50-b64", 4, 100));
-          Plan p = plan_checked(s, pol, preempt);
+          Plan p = plan_checked(s, pol, mode != 0);
           const JobPlan* lp = p.find("long");
-          const std::string what = std::string(policy_name(pol)) + (elastic ? " elastic" : " fixed") +
-                                   (preempt ? " preempt: " : ": ") + lp->reason;
+          const std::string what = std::string(policy_name(pol)) + (elastic ? " elastic" : " fixed") + " mode " +
+                                   std::to_string(mode) + ": " + lp->reason;
           CPPUNIT_ASSERT_MESSAGE(what, p.find("short0")->order < lp->order);
           if (preempt) {
             CPPUNIT_ASSERT_MESSAGE(what, !lp->runs);
@@ -63,22 +66,24 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   }
 
   // A fixed-size 1-GPU job on a K80 with the V100s idle: step 2c moves it only when the plan
-  // may move fixed-size jobs; an elastic 1-1 job (ringrun requeues it) moves either way.
+  // may move it; an elastic 1-1 job (ringrun requeues it) moves either way.
   void fixedSizeJobIsNotMovedUnlessPreempt() {
     const std::string model = "resnet50-b64";
     const std::string best = fastest(model, 1);
     CPPUNIT_ASSERT(best != "k80");
     for (bool elastic : {false, true})
-      for (bool preempt : {false, true}) {
+      for (int mode : {0, 1, 2}) {  // preempt off; on; on, but the job is not stoppable
         Snapshot s;
         s.cluster = small_cluster();
         s.now_s = 10000;
         Job j = elastic ? job("1", model, 1, 1, 1e6) : fixed_job("1", model, 1, 1e6);
         make_running(j, plan_on({Placement{"k80-1", "k80", 1}}), 0);
+        j.stoppable = mode != 2;
         s.jobs = {j};
-        const JobPlan jp = plan_checked(s, Policy::Combined, preempt).jobs[0];
-        const bool moves = elastic || preempt;
-        const std::string what = std::string(elastic ? "elastic" : "fixed") + (preempt ? " preempt: " : ": ") + jp.reason;
+        const JobPlan jp = plan_checked(s, Policy::Combined, mode != 0).jobs[0];
+        const bool moves = elastic || mode == 1;
+        const std::string what = std::string(elastic ? "elastic" : "fixed") + " mode " + std::to_string(mode) +
+                                 ": " + jp.reason;
         CPPUNIT_ASSERT_MESSAGE(what, jp.runs);
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, moves, jp.resize);
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(moves ? best : "k80"), jp.placement.front().gpu_type);
@@ -98,9 +103,10 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     struct Case {
       double waited_s;
       bool preempt, starts;
+      bool stoppable = true;  // the waiting job's, once it runs
     };
     for (const Case& c : {Case{0, false, false}, Case{loss_s / 2, false, false}, Case{loss_s * 1.01, false, true},
-                          Case{0, true, true}}) {
+                          Case{0, true, true}, Case{0, true, false, false}}) {
       Snapshot s;
       s.cluster = small_cluster();
       s.now_s = 1e6;
@@ -111,6 +117,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       }
       Job w = fixed_job("w", model, 1, remaining);
       w.submit_s = s.now_s - c.waited_s;
+      w.stoppable = c.stoppable;
       s.jobs.push_back(w);
       const JobPlan jp = *plan_checked(s, Policy::Combined, c.preempt).find("w");
       const std::string what = "waited " + std::to_string(c.waited_s) + " s of " + std::to_string(loss_s) +

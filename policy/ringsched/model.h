@@ -124,6 +124,10 @@ struct Job {
   int current_gpus = 0;
   double last_resize_s = -1e18;             // when its size last changed
   double attained_gpu_s = 0;                // GPU-seconds received so far (LAS, fairness)
+  // Whether, once running, it can be stopped (it waits again) or moved at its size, where
+  // PlannerConfig::preempt allows that at all. Under Slurm: it runs under ringrun, which
+  // checkpoints and requeues it; the plugin knows that of running jobs only.
+  bool stoppable = true;
 
   bool allows(const std::string& type) const;
   // Throws InputError("job <id>: ...") for impossible ranges, missing model, etc.
