@@ -385,7 +385,7 @@ std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, r
 
 std::vector<std::string> policy_names() {
   return {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "hetero", "combined", "combined+spb",
-          "combined-naive", "combined+preempt"};
+          "combined-naive", "combined-nopreempt"};
 }
 
 std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
@@ -408,9 +408,9 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   } else if (name == "combined-naive") {
     base = "combined";
     cfg.use_similarity = false;
-  } else if (name == "combined+preempt") {
+  } else if (name == "combined-nopreempt") {
     base = "combined";
-    cfg.preempt = true;
+    cfg.preempt = false;
   }
   if (base != "static" && base != "doubling" && base != "hetero" && base != "combined") {
     std::string all;
