@@ -157,7 +157,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     const RingschedConf c = RingschedConf::parse(
         "# comment\n  policy = Doubling  # trailing\nReplanInterval=7\nRestartCost=12.5\n"
         "MinGainMultiple=3\nMinResizeInterval=90\nSamples=16\nProfileFiles=a.csv, /abs/b.csv\n"
-        "PlanFile=plan.json\nMaxGpusPerJob=32\nPowerOfTwo=no\nResizeRunning=false\n",
+        "PlanFile=plan.json\nMaxGpusPerJob=32\nPowerOfTwo=no\nResizeRunning=false\nPreempt=no\n",
         "/etc/slurm/ringsched.conf");
     CPPUNIT_ASSERT(c.planner.policy == ringsched::Policy::Doubling);
     CPPUNIT_ASSERT_EQUAL(7, c.replan_interval_s);
@@ -171,6 +171,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(32, c.max_gpus_per_job);
     CPPUNIT_ASSERT(!c.planner.power_of_two);
     CPPUNIT_ASSERT(!c.resize_running);
+    CPPUNIT_ASSERT(!c.planner.preempt);
     // Pending-job reshaping: defaults, then set.
     CPPUNIT_ASSERT_EQUAL(2, c.min_replan_gap_s);
     CPPUNIT_ASSERT_EQUAL(60, c.reshape_interval_s);
@@ -178,6 +179,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     const RingschedConf r = RingschedConf::parse(
         "ProfileFiles=p.csv\nMinReplanGap=5\nReshapeInterval=0\nResizeHold=30\n", "ringsched.conf");
     CPPUNIT_ASSERT_EQUAL(5, r.min_replan_gap_s);
+    CPPUNIT_ASSERT(r.planner.preempt);  // the default
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.

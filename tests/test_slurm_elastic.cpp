@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The check every supported Slurm version gets (scripts/test.sh --slurm=VERSION
 // test_slurm_elastic): the three plugins load into that version's real slurmctld, sbatch and
-// slurmstepd, and one elastic ring job under ringrun is resized 1 -> 2 -> 1 GPUs by the planner
-// alone (no hand-made request) and runs to completion with the loss curve of an uninterrupted run.
+// slurmstepd; one elastic ring job under ringrun is resized 1 -> 2 -> 1 GPUs by the planner
+// alone (no hand-made request), and a long fixed-size one is stopped for a short job and resumed
+// (Preempt=yes, the default); both run to completion with the loss curve of an uninterrupted run.
 // Runs on the local cluster of scripts/testcluster.sh of the Slurm this build was configured for.
 #include <cppunit/extensions/HelperMacros.h>
 
@@ -28,6 +29,45 @@ constexpr long kSteps = 400;  // about 90 s at 1 GPU, mostly after the two resiz
 
 SlurmTestCluster& cluster() { return SlurmTestCluster::get("test_slurm_elastic", true); }
 
+// Every GPU but one v100 (on v100-1) held by ordinary jobs; returns the job holding the v100
+// next to it. The planner counts GPUs over all types before it places jobs on theirs.
+unsigned hold_all_but_one_v100() {
+  std::vector<unsigned> held;
+  for (const char* node : {"p100-1", "p100-2", "k80-1", "k80-2", "v100-2"}) {
+    const std::string type = std::string(node).substr(0, std::string(node).find('-'));
+    held.push_back(cluster().submit("--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
+  }
+  held.push_back(cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
+  const unsigned one = cluster().submit("--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
+  held.push_back(one);
+  for (unsigned j : held)
+    CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(j, "JobState") == "RUNNING"; }, 30));
+  return one;
+}
+
+// A batch script in `d` that trains kSteps steps of resnet50-b64 under ringrun, logging the loss
+// to d/loss.
+std::string ringrun_script(TempDir& d) {
+  chmod(d.path().c_str(), 0755);
+  const std::string script = d.write(
+      "job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=resnet50-b64 --profiles=" + repo_file("data/profiles/gavel.csv") +
+                    " --ckpt-dir=" + d.path() + "/ck -- " + kTrain + " --steps=" + std::to_string(kSteps) +
+                    " --log-every=100000 --emulate-model=resnet50-b64 --loss-log=" + d.path() + "/loss\n");
+  chmod(script.c_str(), 0755);
+  return script;
+}
+
+// The loss log `got` matches the same training run uninterrupted on one rank: nothing was lost.
+void assert_same_as_uninterrupted(TempDir& d, const std::map<long, std::pair<double, int>>& got) {
+  const auto r = cluster().run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
+                               " --steps=" + std::to_string(kSteps) + " --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
+  CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+  const auto ref = read_loss(d.path() + "/ref.loss");
+  double worst = 0;
+  for (const auto& [step, lw] : got) worst = std::max(worst, std::fabs(lw.first - ref.at(step).first));
+  CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
+}
+
 // The world sizes a loss log went through, in order ("1 2 1").
 std::string world_trail(const std::map<long, std::pair<double, int>>& loss) {
   std::string trail;
@@ -43,6 +83,7 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(SlurmElasticTest);
   CPPUNIT_TEST(testPluginsLoaded);
   CPPUNIT_TEST(testElasticJobResizedByPlannerToCompletion);
+  CPPUNIT_TEST(testLongJobStoppedForShortOneAndResumed);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -61,28 +102,11 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   }
 
   void testElasticJobResizedByPlannerToCompletion() {
-    // Every GPU but one v100 held by ordinary jobs (the planner counts GPUs over all types before
-    // it places jobs on theirs): the elastic job (1-2 GPUs, v100 only) starts on the one left.
-    std::vector<unsigned> held;
-    for (const char* node : {"p100-1", "p100-2", "k80-1", "k80-2", "v100-2"}) {
-      const std::string type = std::string(node).substr(0, std::string(node).find('-'));
-      held.push_back(cluster().submit("--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
-    }
-    held.push_back(cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
-    const unsigned one = cluster().submit("--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
-    held.push_back(one);
-    for (unsigned j : held)
-      CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(j, "JobState") == "RUNNING"; }, 30));
-
+    // The elastic job (1-2 GPUs, v100 only) starts on the one v100 left.
+    const unsigned one = hold_all_but_one_v100();
     TempDir d;
-    chmod(d.path().c_str(), 0755);
     const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
-    const std::string script = d.write(
-        "job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=resnet50-b64 --profiles=" + repo_file("data/profiles/gavel.csv") +
-                      " --ckpt-dir=" + d.path() + "/ck -- " + kTrain +
-                      " --steps=" + std::to_string(kSteps) + " --log-every=100000 --emulate-model=resnet50-b64" +
-                      " --loss-log=" + loss + "\n");
-    chmod(script.c_str(), 0755);
+    const std::string script = ringrun_script(d);
     std::string msg;
     const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-2 --ring-elastic"
                                           " --open-mode=append -o " + out + " " + script, &msg);
@@ -116,15 +140,50 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     const auto got = read_loss(loss);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), std::string("1 2 1"), world_trail(got));
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(kSteps), got.size());
+    assert_same_as_uninterrupted(d, got);
+  }
 
-    // The same training uninterrupted on one rank: the resizes lost nothing.
-    const auto r = cluster().run(kRingrun + " --gpus=1 --ckpt-dir=" + d.path() + "/ref-ck -- " + kTrain +
-                                 " --steps=" + std::to_string(kSteps) + " --log-every=100000 --loss-log=" + d.path() + "/ref.loss");
-    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
-    const auto ref = read_loss(d.path() + "/ref.loss");
-    double worst = 0;
-    for (const auto& [step, lw] : got) worst = std::max(worst, std::fabs(lw.first - ref.at(step).first));
-    CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
+  // Preemption (Preempt=yes, the default): a fixed-size ring job under ringrun that says it runs
+  // long holds the one v100; a short fixed-size ring job arrives. The planner asks the long one
+  // to stop (AdminComment), ringrun checkpoints and requeues it, the short one runs, and the long
+  // one resumes from its checkpoint once the plan starts it again, and loses nothing.
+  void testLongJobStoppedForShortOneAndResumed() {
+    hold_all_but_one_v100();
+    TempDir d;
+    const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
+    std::string msg;
+    const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                          " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d),
+                                          &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+    auto story = [&] {
+      return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + " (" +
+             cluster().job_field(job, "AdminComment") + "), steps logged: " + std::to_string(read_loss(loss).size()) +
+             "\n" + cluster().run("tail -n 30 " + out).out;
+    };
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
+
+    const unsigned short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                                " --ring-iters=20 --wrap 'sleep 15'", &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, short_job > 0);
+    // The short job runs while the long one waits, stopped.
+    bool long_waited = false;
+    CPPUNIT_ASSERT_MESSAGE("the short job did not run: " + story(), SlurmTestCluster::wait_for([&] {
+      if (cluster().job_field(short_job, "JobState") != "RUNNING") return false;
+      long_waited = cluster().job_field(job, "JobState") == "PENDING";
+      return true;
+    }, 180));
+    CPPUNIT_ASSERT_MESSAGE("the long job ran next to the short one: " + story(), long_waited);
+    CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().job_field(job, "AdminComment"), "ringsched:stop"));
+    CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().run("cat " + out).out, "requeued (held) for the planner's stop"));
+
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] {
+      return cluster().job_field(job, "JobState") == "COMPLETED"; }, 300));
+    CPPUNIT_ASSERT_EQUAL(std::string("COMPLETED"), cluster().job_field(short_job, "JobState"));
+    const auto got = read_loss(loss);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(kSteps), got.size());
+    CPPUNIT_ASSERT_MESSAGE(story(), std::stoi(cluster().job_field(job, "Restarts")) >= 1);
+    assert_same_as_uninterrupted(d, got);
   }
 };
 

@@ -158,6 +158,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.default_runtime_s = v.number(1, 365 * 86400.0);
     } else if (k == "resizerunning") {
       c.resize_running = v.boolean();
+    } else if (k == "preempt") {
+      c.planner.preempt = v.boolean();
     } else {
       throw InputError(path, line, "unknown key '" + key.substr(0, 60) + "'");
     }

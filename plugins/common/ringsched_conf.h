@@ -15,7 +15,8 @@ namespace ringsched {
 
 struct RingschedConf {
   std::string path;                    // the file read
-  PlannerConfig planner;               // Policy, RestartCost, MinGainMultiple, MinResizeInterval, Samples, Seed
+  PlannerConfig planner;               // Policy, RestartCost, MinGainMultiple, MinResizeInterval, Samples, Seed,
+                                       // Preempt, ...
   int replan_interval_s = 30;          // ReplanInterval
   int min_replan_gap_s = 2;            // MinReplanGap: no two rounds closer, events included
   int reshape_interval_s = 60;         // ReshapeInterval: at most one reshape per pending job

@@ -9,12 +9,13 @@
 //      order; every other pending job (ordinary or waiting ring job) gets an age-based priority;
 //   4. with no lock held, through Slurm's own job update RPC (as an admin would, so that Slurm
 //      validates each change): the shape of pending ring jobs (GPU type, count, node count), and
-//      resize requests of running elastic jobs, recorded in AdminComment (resize_note.h), with
-//      SIGUSR2 to the batch shell when ringrun says it is the one that receives it;
-//   0. before planning, each round carries out the resizes whose job ringrun has checkpointed and
-//      requeued with a hold for it: the shape recorded in AdminComment, then release. The job's
-//      owner only ever checkpoints and requeues; GPU counts and types change here, as SlurmUser
-//      (ringsched(8), RESIZES);
+//      resize and stop requests of running jobs under ringrun, recorded in AdminComment
+//      (resize_note.h), with SIGUSR2 to the batch shell when ringrun says it is the one that
+//      receives it;
+//   0. before planning, each round carries out the resizes and stops whose job ringrun has
+//      checkpointed and requeued with a hold for them: the shape recorded in AdminComment (a
+//      stopped job keeps its own), then release. The job's owner only ever checkpoints and
+//      requeues; GPU counts and types change here, as SlurmUser (ringsched(8), RESIZES);
 //   5. the plan is written to PlanFile (plan_file.h) for ringsched(8).
 // No C++ exception crosses into slurmctld; with a bad ringsched.conf the plugin runs neutral
 // (age-based priorities only) and slurmctld keeps running.
@@ -87,15 +88,24 @@ struct RingJobRecord {
   ringsched::WrapperNote wrapper;  // ringrun's note in Comment
   bool bad_constraints = false;    // pending with reason BadConstraints (priority 0)
   bool handed_over = false;        // requeued by ringrun for the planner's resize (step 0)
+  bool requeue = false;            // Slurm allows its requeue (--requeue, JobRequeue)
 
   // When the job last changed size: its start, or the planner's last resize decision if later
   // (the minimum resize interval counts from there).
   time_t last_resize() const {
-    const bool resized = note.kind == ringsched::PlannerNote::Kind::Resize ||
-                         note.kind == ringsched::PlannerNote::Kind::Resized;
+    const bool resized = note.kind != ringsched::PlannerNote::Kind::None &&
+                         note.kind != ringsched::PlannerNote::Kind::Admitted;
     return resized ? std::max<time_t>(start, static_cast<time_t>(note.at)) : start;
   }
 };
+
+// Whether the plan may stop job r, or move it at its size (Preempt=yes): ringrun checkpoints and
+// requeues it, so it must run under ringrun (its note in Comment says so) and Slurm must allow
+// its requeue. A pending ring job is taken to be one that will run under ringrun.
+bool may_stop(const RingJobRecord& r, const ringsched::RingschedConf& conf) {
+  if (!conf.planner.preempt || !conf.resize_running || !r.requeue) return false;
+  return !r.running || r.wrapper.state == ringsched::WrapperNote::State::Ready;
+}
 
 // A job that ringrun requeued with a hold for the planner's resize: step 0 applies the shape.
 struct Handover {
@@ -451,6 +461,7 @@ RoundInput PlanningThread::snapshot(bool with_engine) const {
       r.wrapper = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
       r.bad_constraints = is_pending && job->state_reason == FAIL_BAD_CONSTRAINTS;
       r.handed_over = handover;
+      r.requeue = job->details && job->details->requeue;
       in.ring[std::to_string(job->job_id)] = r;
     }
     list_iterator_destroy(it);
@@ -462,24 +473,32 @@ RoundInput PlanningThread::snapshot(bool with_engine) const {
   return in;
 }
 
-// 0. Resizes that ringrun has checkpointed and requeued (held) for: the shape this thread
-//    recorded in AdminComment, as SlurmUser, then release. On failure the job keeps its shape and
-//    is released all the same: it restarts from its checkpoint at the old size.
+// 0. Resizes and stops that ringrun has checkpointed and requeued (held) for: the shape this
+//    thread recorded in AdminComment, as SlurmUser, then release. On failure the job keeps its
+//    shape and is released all the same: it restarts from its checkpoint at the old size. A
+//    stopped job keeps its shape and, released, waits like any pending ring job until a plan
+//    starts it (those the plan starts have higher priorities).
 void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
   for (const Handover& h : in.handovers) {
+    const bool stop = h.note.is_stop();
     const PendingShape current = pending_shape(h.shape);
-    const std::string type = h.note.type.empty() ? current.type : h.note.type;
-    const ringsched::NodeSpread spread = ringsched::spread_gpus(in.cluster, type, h.note.gpus);
-    const PendingShape target{type, spread.per_node, spread.nodes, current.by_feature};
+    PendingShape target = current;
     std::string failure;
-    if (spread.nodes == 0)
-      failure = "no node layout gives " + std::to_string(h.note.gpus) + " GPUs of type " + (type.empty() ? "?" : type);
-    else if (!(target == current))
-      failure = apply_shape(h.id, current, target);
+    if (!stop) {
+      const std::string type = h.note.type.empty() ? current.type : h.note.type;
+      const ringsched::NodeSpread spread = ringsched::spread_gpus(in.cluster, type, h.note.gpus);
+      target = PendingShape{type, spread.per_node, spread.nodes, current.by_feature};
+      if (spread.nodes == 0)
+        failure = "no node layout gives " + std::to_string(h.note.gpus) + " GPUs of type " + (type.empty() ? "?" : type);
+      else if (!(target == current))
+        failure = apply_shape(h.id, current, target);
+    }
     const PendingShape& now_shape = failure.empty() ? target : current;
     ringsched::PlannerNote done = h.note.resized();
-    done.gpus = now_shape.gpus();
-    done.type = now_shape.type;
+    if (!stop) {
+      done.gpus = now_shape.gpus();
+      done.type = now_shape.type;
+    }
     // The note first: the next round must not apply it again, whatever happens to the release.
     job_desc_msg_t note;
     slurm_init_job_desc_msg(&note);
@@ -495,8 +514,13 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
       rc = slurm_update_job(&release) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
     }
     if (rc != SLURM_SUCCESS)
-      job_error(h.id, std::string("releasing the job after its resize failed: ") + slurm_strerror(rc));
-    if (!failure.empty())
+      job_error(h.id, std::string("releasing the job after its ") + (stop ? "stop" : "resize") +
+                          " failed: " + slurm_strerror(rc));
+    if (stop)
+      info("priority/ringsched: JobId=%u stopped after ringrun's checkpoint (decided %lld s ago); released "
+           "at %s, it waits until a plan starts it", h.id, static_cast<long long>(now - static_cast<time_t>(h.note.at)),
+           current.str().c_str());
+    else if (!failure.empty())
       job_error(h.id, "resize to " + target.str() + " failed, released at " + current.str() + ": " + failure);
     else
       info("priority/ringsched: JobId=%u resized %s -> %s after ringrun's checkpoint (decided %lld s ago); "
@@ -532,7 +556,8 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
       job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
       job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
       // The plan holds only what request_resizes() carries out: with ResizeRunning=no a running
-      // job keeps its shape, and a typed GPU request keeps its type when requeued.
+      // job keeps its shape, and a typed GPU request keeps its type when requeued; a job not
+      // stoppable (may_stop()) runs on.
       if (!policy.conf().resize_running) {
         job.elastic = false;
         job.min_gpus = job.max_gpus = job.requested_gpus = std::max(1, r.shape.gpus);
@@ -545,6 +570,7 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
         if (held != r.shape.gpus_by_node.end()) node.free_gpus = std::min(node.gpus, node.usable() + held->second);
       }
     }
+    job.stoppable = may_stop(r, policy.conf());
     snap.jobs.push_back(job);
   }
   if (!snap.jobs.empty()) out.plan = policy.planner().plan(snap);
@@ -675,24 +701,33 @@ void PlanningThread::reshape_one(const RingJobRecord& r, const PendingShape& tar
         why.c_str());
 }
 
-// 4b. Running elastic jobs the plan resizes: the request goes into AdminComment; SIGUSR2 nudges
-//     ringrun when its note says the signal reaches it (else it reads the note within seconds).
+// 4b. Running jobs the plan resizes (elastic ones), moves to another type or stops (those it may
+//     stop, may_stop()): the request goes into AdminComment; SIGUSR2 nudges ringrun when its
+//     note says the signal reaches it (else it reads the note within seconds).
 void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, const RoundInput& in,
                                      const RoundPlan& planned, time_t now, RoundStats& stats) {
   const ringsched::RingschedConf& conf = policy.conf();
   for (const auto& jp : planned.plan.jobs) {
     auto it = in.ring.find(jp.job_id);
-    if (it == in.ring.end() || !jp.runs || jp.gpus <= 0) continue;
+    if (it == in.ring.end()) continue;
     const RingJobRecord& r = it->second;
-    if (!r.running || !jp.resize || !conf.resize_running || !r.request.is_elastic()) continue;
-    const auto [type, gpus] = policy.single_type(jp, r.request.types, r.request.model, planned.snap.cluster);
-    if (type.empty()) continue;
+    if (!r.running || !conf.resize_running) continue;
+    const bool stop = !jp.runs && may_stop(r, conf);
+    if (!stop && (!jp.runs || jp.gpus <= 0 || !jp.resize || !(r.request.is_elastic() || may_stop(r, conf))))
+      continue;
+    const auto [type, gpus] =
+        stop ? std::pair<std::string, int>(r.shape.type, 0)
+             : policy.single_type(jp, r.request.types, r.request.model, planned.snap.cluster);
+    if (!stop && type.empty()) continue;
     // A job with a typed gres request keeps its type when requeued (see reshape_one).
-    if (type != r.shape.type && !r.shape.type_by_feature) continue;
-    const ringsched::PlannerNote request = ringsched::PlannerNote::resize(gpus, type, now);
+    if (!stop && type != r.shape.type && !r.shape.type_by_feature) continue;
+    const ringsched::PlannerNote request =
+        stop ? ringsched::PlannerNote::stop(now) : ringsched::PlannerNote::resize(gpus, type, now);
     // The same request is not sent again while it stands.
-    const std::string key = std::to_string(gpus) + "," + type;
-    if (signalled_[r.id] == key && r.note.is_request() && r.note.gpus == gpus && r.note.type == type) continue;
+    const std::string key = stop ? std::string("stop") : std::to_string(gpus) + "," + type;
+    if (signalled_[r.id] == key && r.note.is_request() && r.note.is_stop() == stop && r.note.gpus == gpus &&
+        (stop || r.note.type == type))
+      continue;
     job_desc_msg_t desc;
     slurm_init_job_desc_msg(&desc);
     ringsched::set_update_job_id(desc, r.id);
@@ -712,8 +747,12 @@ void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, 
     const bool nudge = r.wrapper.state == ringsched::WrapperNote::State::Ready && r.wrapper.signal;
     if (nudge && ringsched::kill_job(r.id, SIGUSR2, KILL_JOB_BATCH) != SLURM_SUCCESS)
       debug("priority/ringsched: JobId=%u: resize signal not delivered: %s", r.id, slurm_strerror(slurm_get_errno()));
-    info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested%s (%s)", r.id, r.shape.gpus,
-         r.shape.type.c_str(), gpus, type.c_str(), nudge ? ", SIGUSR2 sent" : "", jp.reason.c_str());
+    if (stop)
+      info("priority/ringsched: job %u: stop of %d x %s requested%s (%s)", r.id, r.shape.gpus, r.shape.type.c_str(),
+           nudge ? ", SIGUSR2 sent" : "", jp.reason.c_str());
+    else
+      info("priority/ringsched: job %u: resize %d x %s -> %d x %s requested%s (%s)", r.id, r.shape.gpus,
+           r.shape.type.c_str(), gpus, type.c_str(), nudge ? ", SIGUSR2 sent" : "", jp.reason.c_str());
   }
 }
 
