@@ -224,12 +224,14 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(wait_state(a, "RUNNING", 20));
     CPPUNIT_ASSERT_EQUAL(std::string("v100:4"), gpus_of(a));
     CPPUNIT_ASSERT(cluster().job_field(a, "NodeList").rfind("v100-", 0) == 0);
-    // With every v100 held, the same fixed-size request waits for a v100 rather than start on
-    // the next best type, where it would lose more than it has waited: it is not moved once
-    // started (ski rental, ringsched-policies(7) RUNNING JOBS). Its plan says so.
+    // With every v100 held, the same fixed-size request, one Slurm may not requeue, waits for a
+    // v100 rather than start on the next best type, where it would lose more than it has waited:
+    // it cannot be stopped or moved once started, Preempt=yes or not (ski rental,
+    // ringsched-policies(7) RUNNING JOBS). Its plan says so.
     const unsigned b = cluster().submit("--gres=gpu:v100:4 --wrap 'sleep 300'");
     CPPUNIT_ASSERT(wait_state(b, "RUNNING", 20));
-    const unsigned c = cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --wrap 'sleep 60'", &out);
+    const unsigned c =
+        cluster().submit("--ring-model=" + model + " --ring-gpus=4 --ring-fixed --no-requeue --wrap 'sleep 60'", &out);
     CPPUNIT_ASSERT_MESSAGE(out, c > 0);
     CPPUNIT_ASSERT_EQUAL(std::string("v100:4"), gpus_of(c));
     const std::string cid = std::to_string(c);

@@ -152,12 +152,14 @@ std::pair<std::string, int> ConfiguredPolicy::single_type(const JobPlan& plan,
 }
 
 ConfiguredPolicy::InitialShape ConfiguredPolicy::initial_shape(const RingRequest& request, const Cluster& cluster,
-                                                               double now_s, double runtime_s) const {
+                                                               double now_s, double runtime_s,
+                                                               bool stoppable) const {
   InitialShape shape;
   Snapshot snap;
   snap.cluster = cluster;
   snap.now_s = now_s;
   snap.jobs.push_back(make_job("new", request, now_s, runtime_s));
+  snap.jobs.back().stoppable = stoppable;
   try {
     const Plan plan = planner().plan(snap);
     const JobPlan* jp = plan.find("new");

@@ -65,8 +65,10 @@ class ConfiguredPolicy {
     int gpus = 0;
     std::string why;  // for the log
   };
+  // `stoppable`: Slurm may requeue the job (Job::stoppable; else a fixed-size job waits for a
+  // type worth starting on, ringsched-policies(7) RUNNING JOBS).
   InitialShape initial_shape(const RingRequest& request, const Cluster& cluster, double now_s,
-                             double runtime_s) const;
+                             double runtime_s, bool stoppable = true) const;
 
   Planner planner() const { return Planner(model_, conf_.planner); }
 

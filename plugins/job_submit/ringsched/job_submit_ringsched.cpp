@@ -83,7 +83,8 @@ int submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   const double limit_s = (job_desc->time_limit != NO_VAL && job_desc->time_limit != INFINITE)
                              ? job_desc->time_limit * 60.0
                              : 0.0;
-  const auto [type, gpus, why] = policy->initial_shape(request, cluster, static_cast<double>(std::time(nullptr)), limit_s);
+  const auto [type, gpus, why] = policy->initial_shape(request, cluster, static_cast<double>(std::time(nullptr)), limit_s,
+                                                      job_desc->requeue != 0);
   const ringsched::NodeSpread spread = ringsched::spread_gpus(cluster, type, gpus);
   if (type.empty() || spread.nodes == 0)
     return reject(err_msg, "ringsched: no node layout gives " + std::to_string(gpus) + " GPUs of type " +
