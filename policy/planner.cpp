@@ -50,6 +50,10 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
     throw InputError("planner: aging must be a finite number >= 0");
   if (!(config_.fairness >= 0) || !std::isfinite(config_.fairness))
     throw InputError("planner: fairness must be a finite number >= 0");
+  if (!(config_.late_factor >= 0) || !std::isfinite(config_.late_factor))
+    throw InputError("planner: late_factor must be a finite number >= 0");
+  if (!(config_.late_share >= 0 && config_.late_share <= 1))
+    throw InputError("planner: late_share must be within [0, 1]");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {
@@ -288,7 +292,10 @@ Plan Planner::plan(const Snapshot& snap) const {
   // 1. How many GPUs each job gets.
   std::vector<int> counts(n, 0);
   std::vector<std::string> count_reason(n);
-  std::vector<int> fair_floor(n, 0);  // size the doubling's fairness pass raised a job to
+  std::vector<int> fair_floor(n, 0);  // size the fairness pass or the starvation bound set
+  std::vector<int> late_size(n, 0);   // size the starvation bound admits a late job at
+  int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
+  if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
@@ -330,6 +337,21 @@ Plan Planner::plan(const Snapshot& snap) const {
             // cluster were each held (the sum of finish times gains little from a shrink), and
             // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
             // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
+            // The starvation bound (PlannerConfig::late_factor). A running job keeps at least
+            // its current size but is not forced above it here: admitted at a size that no
+            // longer fits, it would be stopped, restart smaller, and be stopped again (thousands
+            // of restarts on Philly traces); the doubling and fairness pass may still grow it.
+            int late = std::min(want, late_cap);
+            if (j.state == JobState::Running) {
+              late = std::min(late, j.current_gpus);
+              if (config_.power_of_two) late = floor_power_of_two(std::max(1, late));
+            }
+            double at_lo = model.iters_per_s(j.model, v.best_type, v.lo);
+            if (j.elastic && config_.late_factor > 0 && late > v.lo && at_lo > 0 &&
+                waited + j.remaining / at_lo > config_.late_factor * config_.fairness * work / alone) {
+              dj[i].min_gpus = dj[i].requested = late;
+              late_size[i] = late;
+            }
             if (j.state != JobState::Running) {
               double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
               dj[i].starving = at_base > 0 && j.remaining / at_base > fair_run_s;
@@ -367,7 +389,16 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (size_t k = 0; k < members.size(); ++k) {
         counts[members[k]] = dr.gpus[k];
         count_reason[members[k]] = dr.reasons[k];
-        fair_floor[members[k]] = dr.fair_gpus[k];
+        // The starvation bound's size is a floor as the fairness pass's is.
+        fair_floor[members[k]] = std::max(dr.fair_gpus[k], late_size[members[k]]);
+        if (late_size[members[k]] > 0 && dr.gpus[k] > 0) {
+          char factor[32];
+          std::snprintf(factor, sizeof factor, "%g", config_.late_factor);
+          count_reason[members[k]] +=
+              "; admitted at " + std::to_string(late_size[members[k]]) +
+              " GPUs, not its minimum: there it would finish later than " + factor +
+              " x its fair share (its requested size alone) allows";
+        }
       }
     }
   } else {

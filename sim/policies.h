@@ -49,6 +49,7 @@ struct PolicyOptions {
   unsigned seed = 1;
   int window = 0;
   double fairness = ringsched::PlannerConfig{}.fairness;  // the planner's finish-time fairness bound
+  double late_factor = ringsched::PlannerConfig{}.late_factor;  // the planner's starvation bound
   // Model similarity for the planner's unseen models (null: none; the planner then treats them
   // as it does without similarity).
   std::shared_ptr<const ringsched::SimilarityModel> similarity;

@@ -58,6 +58,10 @@ const char kUsage[] =
     "  --fairness F           finish-time fairness bound of doubling and combined: GPUs left\n"
     "                         after every job's minimum go first to jobs that would finish later\n"
     "                         than F x their time alone at their requested size (0: off)\n"
+    "  --late-factor X        starvation bound of doubling and combined: an elastic job that at\n"
+    "                         its minimum would finish later than X x F x its time alone at its\n"
+    "                         requested size starts at that size (at most 1/8 of the cluster)\n"
+    "                         and is not shrunk while running (default 2; 0: off)\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -196,7 +200,7 @@ int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
-                       "--report", "--plots", "--fairness"},
+                       "--report", "--plots", "--fairness", "--late-factor"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
@@ -229,6 +233,7 @@ int cmd_run(int argc, char** argv) {
   po.seed = static_cast<unsigned>(number_opt(a, "--seed", 1, 0, 4294967295.0));
   po.window = static_cast<int>(number_opt(a, "--window", 0, 0, 1e9));
   po.fairness = number_opt(a, "--fairness", po.fairness, 0, 1e6);
+  po.late_factor = number_opt(a, "--late-factor", po.late_factor, 0, 1e6);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

@@ -72,6 +72,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(slowTypeJobMovesToAnIdleFasterType);
   CPPUNIT_TEST(mixedTypeJobMovesToOneIdleType);
   CPPUNIT_TEST(lateJobsFairFloorNotOnlyOnSlowTypes);
+  CPPUNIT_TEST(lateJobAdmittedAtItsRequestedSize);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -491,6 +492,71 @@ class PlannerTest : public CppUnit::TestFixture {
     PlannerConfig bad;
     bad.fairness = -1;
     CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
+  }
+
+  // The starvation bound (PlannerConfig::late_factor). On 64 V100s (16 nodes of 4), a resnet18
+  // job asking for 8 GPUs arrives with 63 longer 1-GPU jobs. At its minimum it would take more
+  // than twice its time alone on 8, so it is admitted at 8 and the longer jobs behind it fill
+  // what is left; the placement keeps it on one whole node (its floor is capped at a node, as
+  // the fairness pass's is). With the bound off it starts at 1 GPU, as the doubling paper's
+  // admission gives every elastic job. A job that asks for the whole cluster gets no more than
+  // late_share of it from the bound; a running late job is not shrunk.
+  void lateJobAdmittedAtItsRequestedSize() {
+    Cluster c;
+    for (int i = 0; i < 16; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    const std::string model = "resnet18-b64";
+    ThroughputModel m(gavel());
+    CPPUNIT_ASSERT(m.iters_per_s(model, "v100", 8) > 2 * m.iters_per_s(model, "v100", 1));
+    auto snapshot = [&](int requested) {
+      Snapshot s;
+      s.cluster = c;
+      s.now_s = 100;
+      s.jobs = {job("late", model, 1, 32, 2e4)};
+      s.jobs[0].requested_gpus = requested;
+      for (int k = 0; k < 63; ++k) s.jobs.push_back(job("long" + std::to_string(k), "resnet50-b64", 1, 32, 1e7));
+      return s;
+    };
+    auto plan = [&](const Snapshot& s, double late_factor) {
+      PlannerConfig cfg;
+      cfg.late_factor = late_factor;
+      cfg.costs.min_gain_multiple = 0;  // no hysteresis: the shrink below is the plan's own
+      Plan p = Planner(m, cfg).plan(s);
+      check_capacity(p, c);
+      return p;
+    };
+    auto running_others = [](const Plan& p) {
+      int k = 0;
+      for (const JobPlan& jp : p.jobs) k += jp.job_id != "late" && jp.runs;
+      return k;
+    };
+    Plan on = plan(snapshot(8), 2);
+    CPPUNIT_ASSERT_MESSAGE(on.jobs[0].reason, contains(on.jobs[0].reason, "admitted at 8 GPUs"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(on.jobs[0].reason, 4, on.jobs[0].gpus);
+    CPPUNIT_ASSERT_EQUAL(size_t{1}, on.jobs[0].placement.size());
+    CPPUNIT_ASSERT_EQUAL(56, running_others(on));
+    Plan off = plan(snapshot(8), 0);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(off.jobs[0].reason, 1, off.jobs[0].gpus);
+    CPPUNIT_ASSERT_EQUAL(63, running_others(off));
+
+    // The whole cluster asked for: the bound raises it to late_share x 64 = 8 GPUs, no more.
+    Plan whole = plan(snapshot(64), 2);
+    CPPUNIT_ASSERT_MESSAGE(whole.jobs[0].reason, contains(whole.jobs[0].reason, "admitted at 8 GPUs"));
+    CPPUNIT_ASSERT_EQUAL(56, running_others(whole));
+
+    // Running on 4 GPUs: not shrunk to make room for the longer jobs (off: it is).
+    Snapshot r = snapshot(8);
+    make_running(r.jobs[0], plan_on({Placement{"v100-0", "v100", 4}}), -1e4);
+    Plan kept = plan(r, 2);
+    CPPUNIT_ASSERT_MESSAGE(kept.jobs[0].reason, kept.jobs[0].gpus >= 4);
+    Plan shrunk = plan(r, 0);
+    CPPUNIT_ASSERT_MESSAGE(shrunk.jobs[0].reason, shrunk.jobs[0].gpus < 4);
+
+    PlannerConfig bad;
+    bad.late_factor = -1;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+    bad.late_factor = 2;
+    bad.late_share = 1.5;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
   }
 
   // A running 4-GPU job held as 2 + 2 on two 4-GPU V100 nodes (grown while only scattered GPUs

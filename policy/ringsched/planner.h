@@ -44,6 +44,17 @@ struct PlannerConfig {
   // left over after every job's minimum before any other job doubles, up to its requested size
   // (DoublingJob::fair_time_s). Combined's placement then keeps it at that size or above.
   double fairness = 1.0;
+  // Starvation bound (ours; with fairness > 0, doubling and combined). An elastic job that, run
+  // at its minimum from now on, would finish later than late_factor x F x its time alone at its
+  // requested size (counted from its submission) is admitted at its requested size, not its
+  // minimum; combined's placement keeps it at that size or at the most GPUs one node of its
+  // types has free, whichever is less. A running one is not shrunk below its current size. At
+  // most late_share of the cluster's GPUs: a job that asks for the whole cluster would otherwise
+  // stop everyone else. Without it, short jobs that asked for 4-8 GPUs ran on 1-2 behind a
+  // stream of 1-GPU jobs: max finish-time fairness up to 3.2x Tiresias's on the --full sweep
+  // (issue 15.2). 0: off.
+  double late_factor = 2.0;
+  double late_share = 0.125;
   // Whether a plan may stop a running job (it waits again) or move a running fixed-size job;
   // only jobs marked Job::stoppable. Slurm's plugin carries both out through ringrun's checkpoint
   // and requeue (Preempt in ringsched.conf), for jobs that run under ringrun. Off, or for a job
