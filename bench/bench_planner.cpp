@@ -40,6 +40,7 @@ struct Options {
   unsigned seed = 1;
   std::string policy = "combined";
   int samples = -1;
+  double late_factor = -1;  // PlannerConfig::late_factor (< 0: its default)
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
   std::string cluster;  // a cluster CSV instead of the generated clusters
   std::string plans;    // where to write the plans' decisions ("": nowhere)
@@ -51,12 +52,14 @@ void usage() {
       "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
       "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
       "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
-      "                     [--plans FILE]\n"
+      "                     [--plans FILE] [--late-factor X]\n"
       "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count), the\n"
       "first pass's page faults, and the growth between sizes. Default: 64,1000,10000 GPUs x\n"
       "100,1000,2000 jobs, combined policy, nodes of 1, 2, 4 and 8 GPUs mixed. --cluster FILE:\n"
       "that cluster (node,gpu_type,gpus rows, as ringsim reads them) instead of --gpus; types\n"
       "without a profile run as v100.\n"
+      "--late-factor X: combined's starvation bound (default 2; 0: off), which changes how many\n"
+      "jobs the synthetic snapshots run.\n"
       "--plans FILE: every decision of each cell's first and first steady pass, numbers exact\n"
       "(compare two builds' files to check that a change keeps the decisions).\n");
 }
@@ -155,6 +158,14 @@ int main(int argc, char** argv) {
       o.policy = next();
     } else if (a == "--samples") {
       o.samples = std::atoi(next());
+    } else if (a == "--late-factor") {
+      const char* v = next();
+      char* end = nullptr;
+      o.late_factor = std::strtod(v, &end);
+      if (end == v || *end || !(o.late_factor >= 0) || !std::isfinite(o.late_factor)) {
+        std::fprintf(stderr, "bench_planner: --late-factor takes a number >= 0, not %s\n", v);
+        return 2;
+      }
     } else if (a == "--profiles") {
       o.profiles = next();
     } else if (a == "--cluster") {
@@ -206,6 +217,7 @@ int main(int argc, char** argv) {
     cfg.policy = parse_policy(o.policy);
     cfg.seed = o.seed;
     if (o.samples >= 0) cfg.samples = o.samples;
+    if (o.late_factor >= 0) cfg.late_factor = o.late_factor;
     Planner planner(ThroughputModel(table), cfg);
     std::FILE* plans = nullptr;
     if (!o.plans.empty() && !(plans = std::fopen(o.plans.c_str(), "w")))

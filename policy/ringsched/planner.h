@@ -44,7 +44,7 @@ struct PlannerConfig {
   // left over after every job's minimum before any other job doubles, up to its requested size
   // (DoublingJob::fair_time_s). Combined's placement then keeps it at that size or above.
   double fairness = 1.0;
-  // Starvation bound (ours; with fairness > 0, doubling and combined). An elastic job that, run
+  // Starvation bound (ours; combined, with fairness > 0). An elastic job that, run
   // at its minimum from now on, would finish later than late_factor x F x its time alone at its
   // requested size (counted from its submission) is admitted at its requested size, not its
   // minimum; combined's placement keeps it at that size or at the most GPUs one node of its
