@@ -23,19 +23,27 @@ double DoublingRound::planning_cost(const Assignment& a) const {
 template <typename SizeOf, typename WaitsForRoom>
 double DoublingRound::planning_cost(const Assignment& a, SizeOf size_of, int free,
                                     WaitsForRoom waits_for_room) const {
-  size_t n = a.gpus.size();
-  double total = 0;
   std::vector<std::pair<double, int>>& finishes = finishes_;  // finish time, GPUs freed
   finishes.clear();
-  for (size_t j = 0; j < n; ++j) {
+  for (size_t j = 0; j < a.gpus.size(); ++j) {
     int g = size_of(j);
-    if (g > 0) {
-      double c = cost(j, g);
-      total += c;
-      finishes.emplace_back(c, g);
-    }
+    if (g > 0) finishes.emplace_back(cost(j, g), g);
   }
   std::sort(finishes.begin(), finishes.end());
+  return planning_cost(a, size_of, free, waits_for_room, finishes);
+}
+
+// The same with `finishes` given: the (cost, GPUs) of every job that runs, sorted.
+template <typename SizeOf, typename WaitsForRoom>
+double DoublingRound::planning_cost(const Assignment& a, SizeOf size_of, int free,
+                                    WaitsForRoom waits_for_room,
+                                    const std::vector<std::pair<double, int>>& finishes) const {
+  size_t n = a.gpus.size();
+  double total = 0;
+  for (size_t j = 0; j < n; ++j) {
+    int g = size_of(j);
+    if (g > 0) total += cost(j, g);
+  }
   std::vector<long>& freed = freed_;  // GPUs free once the first k+1 have finished
   freed.resize(finishes.size());
   long sum = free;
@@ -52,6 +60,35 @@ double DoublingRound::planning_cost(const Assignment& a, SizeOf size_of, int fre
     total += start + wait_run_[j];
   }
   return total;
+}
+
+// `sorted` (the finishes of plan a, sorted) with the jobs of `sizes` (job, new size) changed:
+// their old entries out, their new ones in, into `out`. O(n + k log k) for k changes, where
+// sorting every finish again costs O(n log n) per held job (a third of a 2,000-job burst's CPU).
+// Equal entries are the same values, so the result is what sorting would give, bit for bit.
+void DoublingRound::merge_finishes(const std::vector<std::pair<double, int>>& sorted,
+                                   const Assignment& a, const std::vector<std::pair<int, int>>& sizes,
+                                   std::vector<std::pair<double, int>>& out) const {
+  std::vector<std::pair<double, int>> gone, added;
+  for (const auto& [k, size] : sizes) {
+    if (a.gpus[k] > 0) gone.emplace_back(cost(k, a.gpus[k]), a.gpus[k]);
+    if (size > 0) added.emplace_back(cost(k, size), size);
+  }
+  std::sort(gone.begin(), gone.end());
+  std::sort(added.begin(), added.end());
+  out.clear();
+  out.reserve(sorted.size() + added.size());
+  size_t g = 0, d = 0;
+  for (const auto& f : sorted) {
+    while (g < gone.size() && gone[g] < f) ++g;  // not in the list: cannot happen, skipped
+    if (g < gone.size() && gone[g] == f) {
+      ++g;
+      continue;
+    }
+    while (d < added.size() && added[d] < f) out.push_back(added[d++]);
+    out.push_back(f);
+  }
+  while (d < added.size()) out.push_back(added[d++]);
 }
 
 // Step 3 with a full re-plan per running job the plan resizes, and one pin per pass: at most
@@ -120,6 +157,7 @@ DoublingResult DoublingRound::run_incremental() {
     Assignment w = plan;  // the plan as repaired by this sweep's pins
     Margins m = index_margins(w, pinned);
     double w_cost = planning_cost(w);
+    working_finishes_ = finishes_;  // w's, sorted: hold() merges its changes into them
     struct Candidate {
       bool too_soon;
       double gain;
@@ -151,7 +189,9 @@ DoublingResult DoublingRound::run_incremental() {
       pinned[j] = 1;
       pinned_for_interval[j] = soon;
       pinned_any = true;
+      merge_finishes(working_finishes_, w, h.sizes, held_finishes_);
       apply(h, w, m, pinned);
+      working_finishes_.swap(held_finishes_);
       w_cost = h.cost;
     }
     if (!pinned_any) break;
@@ -304,10 +344,14 @@ DoublingRound::Held DoublingRound::hold(const Assignment& a, const std::vector<c
     h.cost = a_cost;
     for (int k : touched) h.cost += cost(k, scratch_[k]) - cost(k, a.gpus[k]);
   } else {
+    for (int k : touched) h.sizes.emplace_back(k, scratch_[k]);
+    merge_finishes(working_finishes_, a, h.sizes, held_finishes_);
     h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
                            [&](size_t k) {
                              return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0;
-                           });
+                           },
+                           held_finishes_);
+    h.sizes.clear();
   }
   for (int k : touched) {
     h.sizes.emplace_back(k, scratch_[k]);

@@ -315,6 +315,12 @@ class DoublingRound {
   template <typename SizeOf, typename WaitsForRoom>
   double planning_cost(const Assignment& a, SizeOf size_of, int free,
                        WaitsForRoom waits_for_room) const;
+  template <typename SizeOf, typename WaitsForRoom>
+  double planning_cost(const Assignment& a, SizeOf size_of, int free, WaitsForRoom waits_for_room,
+                       const std::vector<std::pair<double, int>>& finishes) const;
+  void merge_finishes(const std::vector<std::pair<double, int>>& sorted, const Assignment& a,
+                      const std::vector<std::pair<int, int>>& sizes,
+                      std::vector<std::pair<double, int>>& out) const;
 
   DoublingResult describe(const Assignment& a, const std::vector<char>& pinned,
                           const std::vector<char>& pinned_for_interval,
@@ -330,8 +336,10 @@ class DoublingRound {
   std::vector<double> wait_run_;  // a waiting job's run time from its start at base, resume included
   mutable std::vector<int> scratch_;  // hold(): sizes it changed, -1 elsewhere (reset on return)
   // planning_cost()'s work space, kept between its many calls per round
-  // planning_cost()'s work space, kept between its many calls per round
   mutable std::vector<std::pair<double, int>> finishes_;
+  // run_incremental()'s working plan's finishes, sorted, and hold()'s merge of its changes
+  mutable std::vector<std::pair<double, int>> working_finishes_;
+  mutable std::vector<std::pair<double, int>> held_finishes_;
   mutable std::vector<long> freed_;
 };
 
