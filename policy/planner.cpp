@@ -186,6 +186,29 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
   return out;
 }
 
+// The starvation bound (PlannerConfig::late_factor): the size elastic job j is admitted at
+// instead of its minimum `lo`, or 0. It applies when, run at its minimum from now on, the job
+// would finish later than late_factor x F x `alone_s` (its run time alone at its requested size
+// `want`) counted from its submission (`waited_s` ago). At most `cap` GPUs; a running job at most
+// its current size, not above: admitted at a size that no longer fits, it would be stopped,
+// restart smaller, and be stopped again (thousands of restarts on Philly traces); the doubling
+// and the fairness pass may still grow it. Combined only: plain doubling, which places without
+// locality, lost 33% avg JCT with it on the --full sweep (up to 218%).
+int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
+                        const std::string& type, int lo, int want, int cap, double waited_s,
+                        double alone_s) {
+  if (!j.elastic || !(config.late_factor > 0)) return 0;
+  int late = std::min(want, cap);
+  if (j.state == JobState::Running) {
+    late = std::min(late, j.current_gpus);
+    if (config.power_of_two) late = floor_power_of_two(std::max(1, late));
+  }
+  if (late <= lo) return 0;
+  const double at_lo = model.iters_per_s(j.model, type, lo);
+  if (!(at_lo > 0)) return 0;
+  return waited_s + j.remaining / at_lo > config.late_factor * config.fairness * alone_s ? late : 0;
+}
+
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
   std::map<std::string, int> out;
   for (const auto& [node, n] : j.gpus_by_node) {
@@ -308,7 +331,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].elastic = j.elastic;
       dj[i].requested = v.lo;
       dj[i].running = j.state == JobState::Running;
-      dj[i].stoppable = !dj[i].running || (config_.preempt && j.stoppable);
+      dj[i].stoppable = !dj[i].running || may_stop(i);
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
       if (!impossible[i].empty()) {
@@ -337,23 +360,10 @@ Plan Planner::plan(const Snapshot& snap) const {
             // cluster were each held (the sum of finish times gains little from a shrink), and
             // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
             // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
-            // The starvation bound (PlannerConfig::late_factor), combined only: plain doubling,
-            // which places without locality, lost 33% avg JCT with it on the --full sweep (up
-            // to 218%), so that measured option stays as it was. A running job keeps at least
-            // its current size but is not forced above it here: admitted at a size that no
-            // longer fits, it would be stopped, restart smaller, and be stopped again (thousands
-            // of restarts on Philly traces); the doubling and fairness pass may still grow it.
-            int late = std::min(want, late_cap);
-            if (j.state == JobState::Running) {
-              late = std::min(late, j.current_gpus);
-              if (config_.power_of_two) late = floor_power_of_two(std::max(1, late));
-            }
-            double at_lo = model.iters_per_s(j.model, v.best_type, v.lo);
-            if (config_.policy == Policy::Combined && j.elastic && config_.late_factor > 0 &&
-                late > v.lo && at_lo > 0 &&
-                waited + j.remaining / at_lo > config_.late_factor * config_.fairness * work / alone) {
-              dj[i].min_gpus = dj[i].requested = late;
-              late_size[i] = late;
+            if (config_.policy == Policy::Combined) {
+              late_size[i] = late_admission_size(model, config_, j, v.best_type, v.lo, want,
+                                                 late_cap, waited, work / alone);
+              if (late_size[i] > 0) dj[i].min_gpus = dj[i].requested = late_size[i];
             }
             if (j.state != JobState::Running) {
               double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
