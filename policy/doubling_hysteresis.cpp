@@ -339,24 +339,20 @@ DoublingRound::Held DoublingRound::hold(const Assignment& a, const std::vector<c
     h.free -= best_size;
     push_grow(k, 2 * best_size);
   }
+  for (int k : touched) h.sizes.emplace_back(k, scratch_[k]);
   if (m.waiting == 0 && !stopped) {
     // No job waits for room in either plan: the cost changes only by the jobs changed.
     h.cost = a_cost;
     for (int k : touched) h.cost += cost(k, scratch_[k]) - cost(k, a.gpus[k]);
   } else {
-    for (int k : touched) h.sizes.emplace_back(k, scratch_[k]);
     merge_finishes(working_finishes_, a, h.sizes, held_finishes_);
     h.cost = planning_cost(a, [&](size_t k) { return size_of(static_cast<int>(k)); }, h.free,
                            [&](size_t k) {
                              return a.wait_why[k] == WaitWhy::NoRoom || a.gpus[k] > 0;
                            },
                            held_finishes_);
-    h.sizes.clear();
   }
-  for (int k : touched) {
-    h.sizes.emplace_back(k, scratch_[k]);
-    scratch_[k] = -1;
-  }
+  for (int k : touched) scratch_[k] = -1;
   return h;
 }
 
