@@ -712,8 +712,9 @@ void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, 
     if (it == in.ring.end()) continue;
     const RingJobRecord& r = it->second;
     if (!r.running || !conf.resize_running) continue;
-    const bool stop = !jp.runs && may_stop(r, conf);
-    if (!stop && (!jp.runs || jp.gpus <= 0 || !jp.resize || !(r.request.is_elastic() || may_stop(r, conf))))
+    const bool stoppable = may_stop(r, conf);
+    const bool stop = !jp.runs && stoppable;
+    if (!stop && (!jp.runs || jp.gpus <= 0 || !jp.resize || !(r.request.is_elastic() || stoppable)))
       continue;
     const auto [type, gpus] =
         stop ? std::pair<std::string, int>(r.shape.type, 0)
