@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// The planning pass, Planner::plan() (DESIGN 3): 1. how many GPUs each job gets (the doubling
+// round, the fairness pass, the starvation bound); 2. where (running jobs keep their GPUs, the
+// placement puts the rest); 3. the per-job rows and reasons. Its small steps are in
+// planner_steps.cpp, the model-similarity, SPB and no-stop rules in planner_hooks.cpp.
 #include "ringsched/planner.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
-#include <numeric>
 #include <optional>
-#include <set>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
-
 
 #include "ringsched/doubling.h"
 #include "ringsched/free_gpus.h"
 #include "ringsched/placement.h"
 #include "planner_hooks.h"
+#include "planner_steps.h"
 
 namespace ringsched {
 
@@ -60,165 +60,7 @@ void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) 
   similarity_ = std::move(similarity);
 }
 
-namespace {
-
-// Everything the planner knows about one job while it plans.
-struct JobView {
-  const Job* job = nullptr;
-  std::vector<std::string> types;  // allowed types present in the cluster, fastest first
-  std::string best_type;           // fastest allowed type ("" if the model is unknown everywhere)
-  bool known = false;              // some speed is known or predicted
-  bool predicted = false;          // best type's speed comes from model similarity
-  int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
-};
-
-int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
-
-// Shortest predicted remaining time t first, divided by the response ratio (t + w) / t of the
-// time w it has waited: key = t^2 / (t + aging * w). A job's key falls towards 0 as it waits, so
-// it comes before any job of key k once w > t^2 / k: none starves. On the Philly-derived trace
-// this halves the average JCT against halving a job's key per hour waited (which degrades to
-// FIFO under overload). Admin boosts come first.
-std::vector<int> policy_order(const std::vector<JobView>& views, const ThroughputModel& model,
-                              double now_s, double aging) {
-  std::vector<double> key(views.size());
-  for (size_t i = 0; i < views.size(); ++i) {
-    const Job& j = *views[i].job;
-    double v = views[i].known ? model.iters_per_s(j.model, views[i].best_type, views[i].lo) : 0;
-    double t = v > 0 ? j.remaining / v : 1e12;
-    double waited = std::max(0.0, now_s - j.submit_s);
-    key[i] = t > 0 ? t * t / (t + aging * waited) : 0.0;
-  }
-  std::vector<int> order(views.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const Job& ja = *views[a].job;
-    const Job& jb = *views[b].job;
-    if (ja.priority_boost != jb.priority_boost) return ja.priority_boost > jb.priority_boost;
-    if (key[a] != key[b]) return key[a] < key[b];
-    return ja.submit_s < jb.submit_s;
-  });
-  return order;
-}
-
-size_t type_position(const std::vector<std::string>& types, const std::string& t) {
-  return std::lower_bound(types.begin(), types.end(), t) - types.begin();
-}
-
-// Groups of GPU types that jobs connect (a job allowing two types puts them in one group), by
-// union-find over the cluster's types (sorted). Returns, for job i, group[i] (-1: the job allows
-// no type of the cluster) and, for type t at position p of `types`, group[jobs + p]; a group is
-// named by one of its types' positions.
-std::vector<int> type_groups(const std::vector<JobView>& views, const std::vector<std::string>& types) {
-  std::vector<int> parent(types.size());
-  std::iota(parent.begin(), parent.end(), 0);
-  auto root = [&](int t) {
-    while (parent[t] != t) t = parent[t] = parent[parent[t]];
-    return t;
-  };
-  for (const JobView& v : views)
-    for (size_t k = 1; k < v.types.size(); ++k)
-      parent[root(static_cast<int>(type_position(types, v.types[k])))] =
-          root(static_cast<int>(type_position(types, v.types[0])));
-  std::vector<int> group(views.size() + types.size(), -1);
-  for (size_t i = 0; i < views.size(); ++i)
-    if (!views[i].types.empty()) group[i] = root(static_cast<int>(type_position(types, views[i].types[0])));
-  for (size_t p = 0; p < types.size(); ++p) group[views.size() + p] = root(static_cast<int>(p));
-  return group;
-}
-
-// Nodes by index, built once per planning pass.
-struct NodeIndex {
-  explicit NodeIndex(const Cluster& c) : cluster(c) {
-    for (size_t i = 0; i < c.nodes.size(); ++i) by_name.emplace(c.nodes[i].name, static_cast<int>(i));
-  }
-  int find(const std::string& node) const {
-    auto it = by_name.find(node);
-    return it == by_name.end() ? -1 : it->second;
-  }
-  const Cluster& cluster;
-  std::unordered_map<std::string, int> by_name;
-};
-
-// Takes n GPUs of `type` by the allocator's rule (ringsched/free_gpus.h: as few nodes as it can,
-// so the ring stays local); false, taking nothing, if fewer are free.
-bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Placement>& out) {
-  std::vector<std::pair<int, int>> got = free.take(n, {type});
-  for (const auto& [node, g] : got) out.push_back(Placement{free.node_name(node), type, g});
-  return !got.empty();
-}
-
-void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement) {
-  jp.placement = placement;
-  jp.gpus = 0;
-  jp.gpus_by_type.clear();
-  for (const Placement& p : placement) {
-    jp.gpus += p.gpus;
-    jp.gpus_by_type[p.gpu_type] += p.gpus;
-  }
-  jp.runs = jp.gpus > 0;
-}
-
-// The speed of `floor` GPUs on one node of the fastest type that has them free (0: none has).
-// Where only slow types can hold the fairness floor, it would force a slower ring than fewer GPUs
-// of a fast type: an 8-GPU resnet18 late job put on 8 K80s (27 it/s; one P100: 36) ran for 11
-// hours, 34x its time alone.
-double floor_speed(const ThroughputModel& model, const std::string& name,
-                   const std::vector<std::string>& types, const FreeGpus& free, int floor) {
-  double v = 0;
-  for (const std::string& t : types)
-    if (free.most_on_one_node({t}) >= floor) v = std::max(v, model.iters_per_s(name, t, floor));
-  return v;
-}
-
-// The job's types on which some size from `lo` (doubling) up to `floor` with GPUs free runs
-// faster than `speed`.
-std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,
-                                           const std::vector<std::string>& types, const FreeGpus& free,
-                                           int lo, int floor, double speed) {
-  std::vector<std::string> out;
-  for (const std::string& t : types)
-    for (int n = std::max(1, lo); n <= floor; n *= 2)
-      if (free.free_of_type(t) >= n && model.iters_per_s(name, t, n) > speed) {
-        out.push_back(t);
-        break;
-      }
-  return out;
-}
-
-// The starvation bound (PlannerConfig::late_factor): the size elastic job j is admitted at
-// instead of its minimum `lo`, or 0. It applies when, run at its minimum from now on, the job
-// would finish later than late_factor x F x `alone_s` (its run time alone at its requested size
-// `want`) counted from its submission (`waited_s` ago). At most `cap` GPUs; a running job at most
-// its current size, not above: admitted at a size that no longer fits, it would be stopped,
-// restart smaller, and be stopped again (thousands of restarts on Philly traces); the doubling
-// and the fairness pass may still grow it. Combined only: plain doubling, which places without
-// locality, lost 33% avg JCT with it on the --full sweep (up to 218%).
-int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
-                        const std::string& type, int lo, int want, int cap, double waited_s,
-                        double alone_s) {
-  if (!j.elastic || !(config.late_factor > 0)) return 0;
-  int late = std::min(want, cap);
-  if (j.state == JobState::Running) {
-    late = std::min(late, j.current_gpus);
-    if (config.power_of_two) late = floor_power_of_two(std::max(1, late));
-  }
-  if (late <= lo) return 0;
-  const double at_lo = model.iters_per_s(j.model, type, lo);
-  if (!(at_lo > 0)) return 0;
-  return waited_s + j.remaining / at_lo > config.late_factor * config.fairness * alone_s ? late : 0;
-}
-
-std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
-  std::map<std::string, int> out;
-  for (const auto& [node, n] : j.gpus_by_node) {
-    int i = nodes.find(node);
-    out[i >= 0 ? nodes.cluster.nodes[i].gpu_type : j.current_type] += n;
-  }
-  return out;
-}
-
-}  // namespace
+using namespace planner_detail;
 
 Plan Planner::plan(const Snapshot& snap) const {
   auto t0 = std::chrono::steady_clock::now();

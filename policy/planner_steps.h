@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Internal to the planner (planner.cpp): what it knows about each job while it plans, and the
+// small steps Planner::plan() is built from -- the policy order, the groups of types jobs connect,
+// node lookup and placement rows, the fairness floor's speed, and the starvation bound's size.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ringsched/free_gpus.h"
+#include "ringsched/planner.h"
+
+namespace ringsched {
+namespace planner_detail {
+
+// Everything the planner knows about one job while it plans.
+struct JobView {
+  const Job* job = nullptr;
+  std::vector<std::string> types;  // allowed types present in the cluster, fastest first
+  std::string best_type;           // fastest allowed type ("" if the model is unknown everywhere)
+  bool known = false;              // some speed is known or predicted
+  bool predicted = false;          // best type's speed comes from model similarity
+  int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
+};
+
+inline int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
+
+// Shortest predicted remaining time t first, divided by the response ratio (t + w) / t of the
+// time w it has waited: key = t^2 / (t + aging * w). A job's key falls towards 0 as it waits, so
+// it comes before any job of key k once w > t^2 / k: none starves. On the Philly-derived trace
+// this halves the average JCT against halving a job's key per hour waited (which degrades to
+// FIFO under overload). Admin boosts come first.
+std::vector<int> policy_order(const std::vector<JobView>& views, const ThroughputModel& model,
+                              double now_s, double aging);
+
+size_t type_position(const std::vector<std::string>& types, const std::string& t);
+
+// Groups of GPU types that jobs connect (a job allowing two types puts them in one group), by
+// union-find over the cluster's types (sorted). Returns, for job i, group[i] (-1: the job allows
+// no type of the cluster) and, for type t at position p of `types`, group[jobs + p]; a group is
+// named by one of its types' positions.
+std::vector<int> type_groups(const std::vector<JobView>& views, const std::vector<std::string>& types);
+
+// Nodes by index, built once per planning pass.
+struct NodeIndex {
+  explicit NodeIndex(const Cluster& c) : cluster(c) {
+    for (size_t i = 0; i < c.nodes.size(); ++i) by_name.emplace(c.nodes[i].name, static_cast<int>(i));
+  }
+  int find(const std::string& node) const {
+    auto it = by_name.find(node);
+    return it == by_name.end() ? -1 : it->second;
+  }
+  const Cluster& cluster;
+  std::unordered_map<std::string, int> by_name;
+};
+
+// Takes n GPUs of `type` by the allocator's rule (ringsched/free_gpus.h: as few nodes as it can,
+// so the ring stays local); false, taking nothing, if fewer are free.
+bool take_of_type(FreeGpus& free, const std::string& type, int n, std::vector<Placement>& out);
+
+// Sets the job's GPUs, per-type counts and runs flag from its placement.
+void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement);
+
+// The speed of `floor` GPUs on one node of the fastest type that has them free (0: none has).
+// Where only slow types can hold the fairness floor, it would force a slower ring than fewer GPUs
+// of a fast type: an 8-GPU resnet18 late job put on 8 K80s (27 it/s; one P100: 36) ran for 11
+// hours, 34x its time alone.
+double floor_speed(const ThroughputModel& model, const std::string& name,
+                   const std::vector<std::string>& types, const FreeGpus& free, int floor);
+
+// The job's types on which some size from `lo` (doubling) up to `floor` with GPUs free runs
+// faster than `speed`.
+std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,
+                                           const std::vector<std::string>& types, const FreeGpus& free,
+                                           int lo, int floor, double speed);
+
+// The starvation bound (PlannerConfig::late_factor): the size elastic job j is admitted at
+// instead of its minimum `lo`, or 0. It applies when, run at its minimum from now on, the job
+// would finish later than late_factor x F x `alone_s` (its run time alone at its requested size
+// `want`) counted from its submission (`waited_s` ago). At most `cap` GPUs; a running job at most
+// its current size, not above: admitted at a size that no longer fits, it would be stopped,
+// restart smaller, and be stopped again (thousands of restarts on Philly traces); the doubling
+// and the fairness pass may still grow it. Combined only: plain doubling, which places without
+// locality, lost 33% avg JCT with it on the --full sweep (up to 218%).
+int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
+                        const std::string& type, int lo, int want, int cap, double waited_s,
+                        double alone_s);
+
+// A running job's GPUs per type (a node the cluster no longer lists counts as its current type).
+std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);
+
+}  // namespace planner_detail
+}  // namespace ringsched
