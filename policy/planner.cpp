@@ -415,13 +415,25 @@ Plan Planner::plan(const Snapshot& snap) const {
         for (const auto& [t, g] : plan.jobs[i].gpus_by_type)
           how += (how.empty() ? "" : " + ") + std::to_string(g) + "x " + t;
         if (plan.jobs[i].runs) {
+          // The count step's size is the placement's seed, not a promise: say when it differs,
+          // so that "grows 4->8" followed by 4 GPUs does not read as a contradiction.
+          std::string differs;
+          if (plan.jobs[i].gpus != counts[i])
+            differs = "; " + std::to_string(plan.jobs[i].gpus) + " GPUs, not the " +
+                      std::to_string(counts[i]) +
+                      " counted: the placement's sum of finish times, with locality and GPU "
+                      "types, is lower so" +
+                      (std::min(counts[i], fair_floor[i]) > pp.jobs[k].min_gpus && !floor_note.count(i)
+                           ? " (its floor is " + std::to_string(pp.jobs[k].min_gpus) +
+                                 ", the most one node of its types has free)"
+                           : std::string());
           plan.jobs[i].reason = count_reason[i] + "; placed on " + how +
                                 (plan.jobs[i].gpus_by_type.size() > 1
                                      ? " with the batch split by GPU speed"
                                      : "") +
                                 " by the placement (" +
                                 std::to_string(pr.categories_evaluated) + " assignments)" +
-                                (floor_note.count(i) ? floor_note[i] : std::string());
+                                differs + (floor_note.count(i) ? floor_note[i] : std::string());
         } else if (held_back[k]) {
           plan.jobs[i].reason = "waits: GPUs the placement gave it stay with a running job, "
                                 "which is not stopped";

@@ -534,8 +534,13 @@ class PlannerTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(on.jobs[0].reason, 4, on.jobs[0].gpus);
     CPPUNIT_ASSERT_EQUAL(size_t{1}, on.jobs[0].placement.size());
     CPPUNIT_ASSERT_EQUAL(56, running_others(on));
+    // Counted at 8, placed on one 4-GPU node: the reason says so rather than leave "8" and
+    // "4x v100" side by side.
+    CPPUNIT_ASSERT_MESSAGE(on.jobs[0].reason, contains(on.jobs[0].reason, "4 GPUs, not the 8 counted"));
+    CPPUNIT_ASSERT_MESSAGE(on.jobs[0].reason, contains(on.jobs[0].reason, "its floor is 4, the most one node"));
     Plan off = plan(snapshot(8), 0);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(off.jobs[0].reason, 1, off.jobs[0].gpus);
+    CPPUNIT_ASSERT_MESSAGE(off.jobs[0].reason, !contains(off.jobs[0].reason, "counted"));
     CPPUNIT_ASSERT_EQUAL(63, running_others(off));
 
     // The whole cluster asked for: the bound raises it to late_share x 64 = 8 GPUs, no more.
