@@ -21,6 +21,8 @@ packages=(
   python3 python3-dev python3-torch libtorch-dev pybind11-dev python3-torchvision python3-sklearn
   # misc tools the harness uses
   procps psmisc
+  # the man pages' check (test_man_pages: groff -man -ww)
+  groff-base
 )
 
 missing=()
