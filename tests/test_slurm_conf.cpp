@@ -180,6 +180,21 @@ class SlurmConfTest : public CppUnit::TestFixture {
         "ProfileFiles=p.csv\nMinReplanGap=5\nReshapeInterval=0\nResizeHold=30\n", "ringsched.conf");
     CPPUNIT_ASSERT_EQUAL(5, r.min_replan_gap_s);
     CPPUNIT_ASSERT(r.planner.preempt);  // the default
+    // Finish-time fairness and the starvation bound: the planner's defaults, then set.
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, r.planner.fairness);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, r.planner.late_factor);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, r.planner.late_share);
+    const RingschedConf f =
+        RingschedConf::parse("ProfileFiles=p.csv\nFairness=1.5\nLateFactor=0\nLateShare=0.25\n", "x");
+    CPPUNIT_ASSERT_EQUAL(1.5, f.planner.fairness);
+    CPPUNIT_ASSERT_EQUAL(0.0, f.planner.late_factor);
+    CPPUNIT_ASSERT_EQUAL(0.25, f.planner.late_share);
+    // The example an admin copies parses, and says what the defaults are.
+    const RingschedConf ex = RingschedConf::load(std::string(RINGSCHED_SRCDIR) + "/etc/ringsched.conf.example");
+    CPPUNIT_ASSERT(ex.planner.policy == ringsched::Policy::Combined);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, ex.planner.fairness);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, ex.planner.late_factor);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.
@@ -206,6 +221,10 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(conf_error(base + "SimilarityK=0\n").find("ringsched.conf:2: SimilarityK='0'") == 0);
     CPPUNIT_ASSERT(conf_error(base + "SimilarityK=some\n").find("SimilarityK") != std::string::npos);
     CPPUNIT_ASSERT(conf_error("Policy=static\n").find("ProfileFiles is required") != std::string::npos);
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched.conf:2: LateShare='1.5': expected a number in 0..1"),
+                         conf_error(base + "LateShare=1.5\n"));
+    CPPUNIT_ASSERT(conf_error(base + "Fairness=-1\n").find("ringsched.conf:2: Fairness='-1'") == 0);
+    CPPUNIT_ASSERT(conf_error(base + "LateFactor=inf\n").find("ringsched.conf:2: LateFactor='inf'") == 0);
   }
 
   void testConfFileMissing() {

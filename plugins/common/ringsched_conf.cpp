@@ -160,6 +160,12 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.resize_running = v.boolean();
     } else if (k == "preempt") {
       c.planner.preempt = v.boolean();
+    } else if (k == "fairness") {
+      c.planner.fairness = v.number(0, 1000);
+    } else if (k == "latefactor") {
+      c.planner.late_factor = v.number(0, 1000);
+    } else if (k == "lateshare") {
+      c.planner.late_share = v.number(0, 1);
     } else {
       throw InputError(path, line, "unknown key '" + key.substr(0, 60) + "'");
     }
