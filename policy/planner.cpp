@@ -340,6 +340,8 @@ Plan Planner::plan(const Snapshot& snap) const {
     // Why a late job's floor was left out this round; sparse: n strings alive across the
     // placement put a later first pass (50,000 GPUs x 2,000 jobs) on 890 fresh heap pages.
     std::map<int, std::string> floor_note;
+    // Late or behind jobs whose floor one node's free GPUs capped below their size (sparse).
+    std::map<int, int> floor_capped;
     // Fixed-size jobs whose types types_worth_starting_on() narrowed (their reason says why).
     std::vector<char> narrowed(n, 0);
     const std::string narrowed_note =
@@ -369,6 +371,7 @@ Plan Planner::plan(const Snapshot& snap) const {
               types_faster_than(model, j.model, views[i].types, free_gpus, pj.min_gpus, floor / 2, v);
           if (faster.empty()) {
             pj.min_gpus = floor;
+            if (floor < std::min(counts[i], fair_floor[i])) floor_capped[i] = floor;
           } else {
             pj.allowed_types = faster;
             floor_note[i] = "; no floor of " + std::to_string(floor) +
@@ -423,10 +426,9 @@ Plan Planner::plan(const Snapshot& snap) const {
                       std::to_string(counts[i]) +
                       " counted: the placement's sum of finish times, with locality and GPU "
                       "types, is lower so" +
-                      (std::min(counts[i], fair_floor[i]) > pp.jobs[k].min_gpus && !floor_note.count(i)
-                           ? " (its floor is " + std::to_string(pp.jobs[k].min_gpus) +
-                                 ", the most one node of its types has free)"
-                           : std::string());
+                      (floor_capped.count(i) ? " (its floor is " + std::to_string(floor_capped[i]) +
+                                                   ", the most one node of its types has free)"
+                                             : std::string());
           plan.jobs[i].reason = count_reason[i] + "; placed on " + how +
                                 (plan.jobs[i].gpus_by_type.size() > 1
                                      ? " with the batch split by GPU speed"
