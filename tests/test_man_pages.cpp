@@ -5,18 +5,19 @@
 // without a warning (-ww: every warning category).
 #include <cppunit/extensions/HelperMacros.h>
 #include <dirent.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "process_util.h"
 #include "test_skip.h"
+
+using ringsched_test::run;
+using ringsched_test::slurp;
 
 namespace {
 
@@ -37,13 +38,6 @@ std::vector<std::string> pages() {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 class ManPagesTest : public CppUnit::TestFixture {
@@ -59,7 +53,7 @@ class ManPagesTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE("no man pages in " + kManDir, found.size() >= 8);
     // The words after "dist_man_MANS =" or "+=" in man/Makefile.am.
     std::set<std::string> installed;
-    std::istringstream am(read_file(kManDir + "/Makefile.am"));
+    std::istringstream am(slurp(kManDir + "/Makefile.am"));
     for (std::string line; std::getline(am, line);) {
       if (line.rfind("dist_man_MANS", 0) != 0) continue;
       std::istringstream words(line.substr(line.find('=') + 1));
@@ -74,7 +68,7 @@ class ManPagesTest : public CppUnit::TestFixture {
 
   void noControlCharacters() {
     for (const std::string& p : pages()) {
-      std::string text = read_file(kManDir + "/" + p);
+      std::string text = slurp(kManDir + "/" + p);
       CPPUNIT_ASSERT_MESSAGE("man/" + p + " is empty", !text.empty());
       int line = 1;
       for (unsigned char c : text) {
@@ -90,15 +84,10 @@ class ManPagesTest : public CppUnit::TestFixture {
   void groffFormatsWithoutWarnings() {
     if (access("/usr/bin/groff", X_OK) != 0) RINGSCHED_SKIP("groff is not installed");
     for (const std::string& p : pages()) {
-      std::string cmd = "/usr/bin/groff -man -ww -z '" + kManDir + "/" + p + "' 2>&1";
-      FILE* f = popen(cmd.c_str(), "r");
-      CPPUNIT_ASSERT_MESSAGE("cannot run " + cmd, f);
       std::string out;
-      char buf[512];
-      while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-      int status = pclose(f);
-      CPPUNIT_ASSERT_MESSAGE("groff on man/" + p + " failed: " + out,
-                             WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      const int status = run("/usr/bin/groff -man -ww -z '" + kManDir + "/" + p + "'", &out);
+      CPPUNIT_ASSERT_MESSAGE("groff on man/" + p + " exited " + std::to_string(status) + ": " + out,
+                             status == 0);
       CPPUNIT_ASSERT_MESSAGE("groff warns on man/" + p + ":\n" + out, out.empty());
     }
   }
