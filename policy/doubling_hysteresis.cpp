@@ -91,6 +91,37 @@ void DoublingRound::merge_finishes(const std::vector<std::pair<double, int>>& so
   while (d < added.size()) out.push_back(added[d++]);
 }
 
+// Step 3's first rule before the gain rule is weighed: every running job within the minimum
+// interval keeps its size. Pinned only once the plan resized it, such a job was free GPUs to the
+// repair or re-plan that valued a gain hold: a hold whose repaired plan stopped a job that had
+// just started passed as costing no one, the next sweep pinned that job back, and the shortage
+// fell on a starving 1-GPU job, the only one left unpinned (it waited 181 s for 283 s of work,
+// max finish-time fairness 1.36x Tiresias's; docs/ringsim.md). `kept_anyway`: those the plan
+// did not resize (their reasons are those of an unpinned job at its size).
+Assignment DoublingRound::plan_with_interval_pins(std::vector<char>& pinned,
+                                                  std::vector<char>& pinned_for_interval,
+                                                  std::vector<char>& kept_anyway) const {
+  Assignment plan = plan_round(pinned);
+  bool any = false;
+  for (size_t j = 0; j < curves_.size(); ++j) {
+    const DoublingJob& job = curves_.job(j);
+    if (!job.running || pinned[j] || !curves_.current_is_valid(j) || !too_soon(j)) continue;
+    pinned[j] = 1;
+    pinned_for_interval[j] = plan.gpus[j] != job.current_gpus;
+    kept_anyway[j] = !pinned_for_interval[j];
+    any = true;
+  }
+  return any ? plan_round(pinned) : plan;
+}
+
+std::vector<char> DoublingRound::described_pins(const std::vector<char>& pinned,
+                                                const std::vector<char>& kept_anyway) {
+  std::vector<char> out = pinned;
+  for (size_t j = 0; j < out.size(); ++j)
+    if (kept_anyway[j]) out[j] = 0;
+  return out;
+}
+
 // Step 3 with a full re-plan per running job the plan resizes, and one pin per pass: at most
 // n passes of n re-plans. The reference for small rounds (DoublingSteps).
 DoublingResult DoublingRound::run_exact() {
@@ -98,7 +129,8 @@ DoublingResult DoublingRound::run_exact() {
   std::vector<char> pinned(n, 0);
   std::vector<double> resize_gain(n, kInf);  // measured gain of each running job's resize
   std::vector<char> pinned_for_interval(n, 0);
-  Assignment plan = plan_round(pinned);
+  std::vector<char> kept_anyway(n, 0);
+  Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
   // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
   for (size_t pass = 0; pass <= n; ++pass) {
     int worst = -1;
@@ -133,7 +165,7 @@ DoublingResult DoublingRound::run_exact() {
     pinned_for_interval[worst] = worst_interval;
     plan = plan_round(pinned);
   }
-  return describe(plan, pinned, pinned_for_interval, resize_gain);
+  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain);
 }
 
 // Step 3 for large rounds. A plan with job j held at its current size differs from the plan
@@ -152,7 +184,8 @@ DoublingResult DoublingRound::run_incremental() {
   std::vector<char> pinned(n, 0);
   std::vector<double> resize_gain(n, kInf);
   std::vector<char> pinned_for_interval(n, 0);
-  Assignment plan = plan_round(pinned);
+  std::vector<char> kept_anyway(n, 0);
+  Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     Assignment w = plan;  // the plan as repaired by this sweep's pins
     Margins m = index_margins(w, pinned);
@@ -197,7 +230,7 @@ DoublingResult DoublingRound::run_incremental() {
     if (!pinned_any) break;
     plan = plan_round(pinned);
   }
-  return describe(plan, pinned, pinned_for_interval, resize_gain);
+  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain);
 }
 
 // Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).

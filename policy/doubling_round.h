@@ -35,7 +35,9 @@
 //     its own restart cost. Below min_gain_multiple x C (except a grow the fairness pass asked
 //     for: it serves fairness, not the sum), or within min_interval_s of its last
 //     resize (or start), the job is pinned and the round re-planned. The interval holds every
-//     resize, a shrink that would let a waiting job start included. Jobs are pinned one at a time
+//     resize, a shrink that would let a waiting job start included; so every running job within
+//     the interval is pinned before any gain is valued (plan_with_interval_pins()): a plan that
+//     values a hold must not count on GPUs the interval keeps. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.
 //     That is n re-plans per pass and up to n passes; it is kept for rounds of up to
 //     DoublingSteps::exact_hysteresis_max_jobs jobs. Larger rounds (the planner calls this with
@@ -184,6 +186,14 @@ class DoublingRound {
   // that could each make room are not both held. Then one full re-plan with all the pins, and
   // another sweep, until a sweep pins nothing.
   DoublingResult run_incremental();
+
+  // Steps 1 and 2 with every running job within the minimum interval held (kept_anyway: those
+  // the plan would not have resized), and what describe() is told of the pins.
+  Assignment plan_with_interval_pins(std::vector<char>& pinned,
+                                     std::vector<char>& pinned_for_interval,
+                                     std::vector<char>& kept_anyway) const;
+  static std::vector<char> described_pins(const std::vector<char>& pinned,
+                                          const std::vector<char>& kept_anyway);
 
   // A running job, not held, whose planned size differs from its current one.
   bool is_resized(const Assignment& a, const std::vector<char>& pinned, size_t j) const {

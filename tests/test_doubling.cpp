@@ -227,6 +227,7 @@ class DoublingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(fairness_pass_serves_late_jobs_first);
   CPPUNIT_TEST(fairness_grow_not_held_for_small_gain);
   CPPUNIT_TEST(starving_job_not_kept_waiting_for_a_small_gain);
+  CPPUNIT_TEST(gain_hold_does_not_count_on_gpus_of_a_job_within_its_interval);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -771,6 +772,39 @@ class DoublingTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL(8, held.gpus[0]);
       CPPUNIT_ASSERT_EQUAL(0, held.gpus[1]);
       CPPUNIT_ASSERT_MESSAGE(held.reasons[0], contains(held.reasons[0], "minimum interval 300 s"));
+    }
+  }
+
+  void gain_hold_does_not_count_on_gpus_of_a_job_within_its_interval() {
+    // 8 GPUs. G runs on 4 (resized long ago, 100 s of work left there); R, fixed-size, started
+    // on the other 4 just 10 s ago; S, late, needs 20 s on 1 GPU. The plan shrinks G so that S
+    // starts. Holding G at 4 would stop R, which the interval forbids: so the hold is the one that
+    // keeps S waiting, and is refused. When the hold's plan was valued with R's GPUs free, G was
+    // held for a gain of 4.7 s, R was then held by the interval, and S waited (both ways step 3
+    // runs).
+    ResizeCosts costs;
+    auto linear = [](int n) { return 0.9 * n + 0.1; };
+    auto s = elastic(20, 1, 8, linear);
+    s.starving = true;
+    auto g = running(elastic(100, 1, 8, linear), 4, -1e9);
+    auto r = running(elastic(50, 4, 4, linear), 4, 0.0);
+    r.elastic = false;
+    for (int exact_max : {16, 0}) {
+      DoublingSteps steps;
+      steps.exact_hysteresis_max_jobs = exact_max;
+      DoublingResult res = doubling_heuristic({s, g, r}, {0, 1, 2}, 8, costs, 10.0, steps);
+      check_valid({s, g, r}, 8, res);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(res.reasons[2], 4, res.gpus[2]);
+      CPPUNIT_ASSERT_MESSAGE(res.reasons[0], res.gpus[0] > 0);
+      CPPUNIT_ASSERT_MESSAGE(res.reasons[1], res.gpus[1] < 4);
+      CPPUNIT_ASSERT_MESSAGE(res.reasons[1], contains(res.reasons[1], "a shorter job that is late"));
+      // Not late: the hold, which costs the plan little, keeps G at 4, and S waits.
+      auto on_time = s;
+      on_time.starving = false;
+      DoublingResult held = doubling_heuristic({on_time, g, r}, {0, 1, 2}, 8, costs, 10.0, steps);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(held.reasons[1], 4, held.gpus[1]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(held.reasons[0], 0, held.gpus[0]);
+      CPPUNIT_ASSERT_MESSAGE(held.reasons[1], contains(held.reasons[1], "kept at 4: "));
     }
   }
 };
