@@ -9,9 +9,9 @@
 // that the planner sees more types; this program measures time, not schedule quality).
 // Each cell: a first pass places every job from scratch (all waiting), then half the jobs are made
 // running on the GPUs the plan gave them, and the timed passes plan that steady state.
-//  - cold: the cell's first pass, timed once, with its page faults. In the first cell it is the
-//    process's first use of most of its heap (one fault per fresh 4 KiB page): slurmctld's
-//    planning thread pays that once after a start, not on every burst.
+//  - cold: the cell's first pass, timed once, with its page faults and kernel time. In the first
+//    cell it is the process's first use of most of its heap (one fault per fresh 4 KiB page):
+//    slurmctld's planning thread pays that once after a start, not on every burst.
 //  - first: the same all-waiting snapshot planned again, median of the repeats: what the
 //    planning thread meets when a burst of jobs arrives at a running daemon.
 //  - steady: the steady state, median of the repeats.
@@ -59,8 +59,9 @@ void usage() {
       "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
       "                     [--plans FILE] [--late-factor X]\n"
       "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count): the\n"
-      "cell's first (cold) pass with its page faults, the same all-waiting snapshot planned again\n"
-      "(first, median of R) and the steady state (median of R), and the growth between sizes.\n"
+      "cell's first (cold) pass with its page faults and kernel ms, the same all-waiting snapshot\n"
+      "planned again (first, median of R) and the steady state (median of R), and the growth\n"
+      "between sizes.\n"
       "Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined policy, nodes of 1, 2, 4 and 8\n"
       "GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus rows, as ringsim reads them)\n"
       "instead of --gpus; types without a profile run as v100.\n"
@@ -122,13 +123,17 @@ double cpu_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-// Page faults so far (minor: fresh heap pages the kernel zeroes). A pass that touches memory the
-// process never used pays one per 4 KiB page: about 1 us on bare metal, 10-15 us on some VMs,
-// where they can be a third of a first pass.
-long page_faults() {
+// Page faults so far (minor: fresh heap pages the kernel zeroes) and the process's kernel CPU
+// time. A pass that touches memory the process never used pays one fault per 4 KiB page: about
+// 1 us on bare metal, 5-15 us on some VMs, where they are a third of a cold pass (its sys_ms).
+struct Usage {
+  long faults;
+  double sys_ms;
+};
+Usage resources() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
-  return u.ru_minflt + u.ru_majflt;
+  return {u.ru_minflt + u.ru_majflt, u.ru_stime.tv_sec * 1e3 + u.ru_stime.tv_usec / 1e3};
 }
 
 double median(std::vector<double> v) {
@@ -233,8 +238,8 @@ int main(int argc, char** argv) {
                 o.policy.c_str(), cfg.samples, o.repeats,
                 !o.cluster.empty() ? o.cluster.c_str()
                                    : o.mixed_nodes ? "nodes of 1-8 GPUs" : "uniform nodes");
-    std::printf("%8s %6s %6s %6s %9s %8s %10s %10s %10s %10s %8s %8s\n", "gpus", "nodes", "types",
-                "jobs", "cold_ms", "faults", "first_ms", "first_cpu", "steady_ms", "steady_cpu",
+    std::printf("%8s %6s %6s %6s %9s %8s %8s %10s %10s %10s %10s %8s %8s\n", "gpus", "nodes",
+                "types", "jobs", "cold_ms", "faults", "sys_ms", "first_ms", "first_cpu", "steady_ms", "steady_cpu",
                 "running", "waiting");
     std::vector<std::vector<double>> table_ms(o.gpus.size(), std::vector<double>(o.jobs.size()));
     for (size_t gi = 0; gi < o.gpus.size(); ++gi) {
@@ -263,9 +268,11 @@ int main(int argc, char** argv) {
           snap.jobs.push_back(j);
         }
         auto t0 = std::chrono::steady_clock::now();
-        long f0 = page_faults();
+        Usage u0 = resources();
         Plan first = planner.plan(snap);
-        long cold_faults = page_faults() - f0;
+        Usage u1 = resources();
+        long cold_faults = u1.faults - u0.faults;
+        double cold_sys = u1.sys_ms - u0.sys_ms;
         double cold_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::vector<double> first_ms, first_cpu;
@@ -308,9 +315,9 @@ int main(int argc, char** argv) {
           }
         }
         table_ms[gi][ji] = median(cpu);
-        std::printf("%8d %6zu %6d %6d %9.2f %8ld %10.2f %10.2f %10.2f %10.2f %8d %8d\n",
+        std::printf("%8d %6zu %6d %6d %9.2f %8ld %8.1f %10.2f %10.2f %10.2f %10.2f %8d %8d\n",
                     snap.cluster.total_gpus(), snap.cluster.nodes.size(), types, o.jobs[ji], cold_ms,
-                    cold_faults, median(first_ms), median(first_cpu), median(ms), table_ms[gi][ji],
+                    cold_faults, cold_sys, median(first_ms), median(first_cpu), median(ms), table_ms[gi][ji],
                     running, waiting);
         std::fflush(stdout);
       }
