@@ -4,6 +4,7 @@
 // slurmstepd; one elastic ring job under ringrun is resized 1 -> 2 -> 1 GPUs by the planner
 // alone (no hand-made request), and a long fixed-size one is stopped for a short job and resumed
 // (Preempt=yes, the default); both run to completion with the loss curve of an uninterrupted run.
+// With Preempt=no the same long job runs on through the plans that make the short one wait.
 // Runs on the local cluster of scripts/testcluster.sh of the Slurm this build was configured for.
 #include <cppunit/extensions/HelperMacros.h>
 
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "plan_file.h"
 #include "slurm_test_cluster.h"
 #include "test_util.h"
 
@@ -68,6 +70,34 @@ void assert_same_as_uninterrupted(TempDir& d, const std::map<long, std::pair<dou
   CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
 }
 
+// A fixed-size ring job under ringrun that says it runs long (a million iterations), on one v100,
+// its output appended to `out`.
+unsigned submit_long_job(TempDir& d, const std::string& out) {
+  std::string msg;
+  const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                        " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d),
+                                        &msg);
+  CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+  return job;
+}
+
+// What the long job is doing, for failure messages: its state and the planner's note, the steps
+// its loss log holds and the end of its output.
+std::string long_job_story(unsigned job, const std::string& loss, const std::string& out) {
+  return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + " (" +
+         cluster().job_field(job, "AdminComment") + "), steps logged: " + std::to_string(read_loss(loss).size()) +
+         "\n" + cluster().run("tail -n 30 " + out).out;
+}
+
+// A fixed-size ring job of 20 iterations on one v100.
+unsigned submit_short_job() {
+  std::string msg;
+  const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                        " --ring-iters=20 --wrap 'sleep 15'", &msg);
+  CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+  return job;
+}
+
 // The world sizes a loss log went through, in order ("1 2 1").
 std::string world_trail(const std::map<long, std::pair<double, int>>& loss) {
   std::string trail;
@@ -84,6 +114,7 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testPluginsLoaded);
   CPPUNIT_TEST(testElasticJobResizedByPlannerToCompletion);
   CPPUNIT_TEST(testLongJobStoppedForShortOneAndResumed);
+  CPPUNIT_TEST(testPreemptNoKeepsTheLongJobRunning);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -151,21 +182,11 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     hold_all_but_one_v100();
     TempDir d;
     const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
-    std::string msg;
-    const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                          " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d),
-                                          &msg);
-    CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
-    auto story = [&] {
-      return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + " (" +
-             cluster().job_field(job, "AdminComment") + "), steps logged: " + std::to_string(read_loss(loss).size()) +
-             "\n" + cluster().run("tail -n 30 " + out).out;
-    };
+    const unsigned job = submit_long_job(d, out);
+    auto story = [&] { return long_job_story(job, loss, out); };
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
 
-    const unsigned short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                                " --ring-iters=20 --wrap 'sleep 15'", &msg);
-    CPPUNIT_ASSERT_MESSAGE(msg, short_job > 0);
+    const unsigned short_job = submit_short_job();
     // The short job runs while the long one waits, stopped.
     bool long_waited = false;
     CPPUNIT_ASSERT_MESSAGE("the short job did not run: " + story(), SlurmTestCluster::wait_for([&] {
@@ -184,6 +205,54 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(kSteps), got.size());
     CPPUNIT_ASSERT_MESSAGE(story(), std::stoi(cluster().job_field(job, "Restarts")) >= 1);
     assert_same_as_uninterrupted(d, got);
+  }
+
+  // Preempt=no: the same two jobs, but the planner may not stop a running job. Over ten plans
+  // that list both (ReplanInterval=2), the long job keeps running and is never asked to stop,
+  // and the short one waits. The test above shows the stop comes within such plans when allowed.
+  void testPreemptNoKeepsTheLongJobRunning() {
+    cluster().write_ringsched_conf("Preempt=no\n");
+    CPPUNIT_ASSERT_EQUAL(0, cluster().run("scontrol reconfigure").rc);
+    struct Restore {
+      ~Restore() {
+        cluster().write_ringsched_conf("");
+        cluster().run("scontrol reconfigure");
+      }
+    } restore;
+    hold_all_but_one_v100();
+    TempDir d;
+    const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
+    const unsigned job = submit_long_job(d, out);
+    auto story = [&] { return long_job_story(job, loss, out); };
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
+    const unsigned short_job = submit_short_job();
+
+    long long last_plan = 0;
+    int plans = 0;
+    std::string broken, short_reason;
+    CPPUNIT_ASSERT_MESSAGE("fewer than 10 plans listed both jobs: " + story(), SlurmTestCluster::wait_for([&] {
+      ringsched::PlanFile pf;
+      try {
+        pf = ringsched::read_plan_file(cluster().plan_path());
+      } catch (const std::exception&) {
+        return false;  // not written yet
+      }
+      const ringsched::JobPlan* short_plan = nullptr;
+      for (const ringsched::JobPlan& jp : pf.plan.jobs)
+        if (jp.job_id == std::to_string(short_job)) short_plan = &jp;
+      if (!short_plan || pf.generated_at == last_plan) return false;
+      last_plan = pf.generated_at;
+      ++plans;
+      short_reason = short_plan->reason;
+      if (short_plan->runs) broken = "plan " + std::to_string(plans) + " runs the short job: " + short_reason;
+      if (cluster().job_field(job, "JobState") != "RUNNING") broken = "the long job stopped running";
+      if (contains(cluster().job_field(job, "AdminComment"), "ringsched:stop")) broken = "the long job was asked to stop";
+      return !broken.empty() || plans >= 10;
+    }, 120));
+    CPPUNIT_ASSERT_MESSAGE(broken + ": " + story(), broken.empty());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(short_reason, std::string("PENDING"), cluster().job_field(short_job, "JobState"));
+    CPPUNIT_ASSERT_EQUAL(std::string("0"), cluster().job_field(job, "Restarts"));
+    CPPUNIT_ASSERT_MESSAGE(story(), !contains(cluster().run("cat " + out).out, "requeued"));
   }
 };
 
