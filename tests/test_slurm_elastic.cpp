@@ -70,33 +70,35 @@ void assert_same_as_uninterrupted(TempDir& d, const std::map<long, std::pair<dou
   CPPUNIT_ASSERT_MESSAGE(std::to_string(worst), worst < 1e-9);
 }
 
-// A fixed-size ring job under ringrun that says it runs long (a million iterations), on one v100,
-// its output appended to `out`.
-unsigned submit_long_job(TempDir& d, const std::string& out) {
-  std::string msg;
-  const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                        " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d),
-                                        &msg);
-  CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
-  return job;
-}
+// The preemption scenario: every GPU but one v100 held by ordinary jobs; on that v100 a fixed-size
+// ring job under ringrun that says it runs long (a million iterations), its output appended to
+// `out`, training (its loss log has begun); then a fixed-size ring job of 20 iterations for the
+// same v100.
+struct LongJobThenShortOne {
+  TempDir d;
+  const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
+  unsigned job = 0, short_job = 0;
 
-// What the long job is doing, for failure messages: its state and the planner's note, the steps
-// its loss log holds and the end of its output.
-std::string long_job_story(unsigned job, const std::string& loss, const std::string& out) {
-  return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + " (" +
-         cluster().job_field(job, "AdminComment") + "), steps logged: " + std::to_string(read_loss(loss).size()) +
-         "\n" + cluster().run("tail -n 30 " + out).out;
-}
+  LongJobThenShortOne() {
+    hold_all_but_one_v100();
+    std::string msg;
+    job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                           " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d), &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
+    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
+    short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                 " --ring-iters=20 --wrap 'sleep 15'", &msg);
+    CPPUNIT_ASSERT_MESSAGE(msg, short_job > 0);
+  }
 
-// A fixed-size ring job of 20 iterations on one v100.
-unsigned submit_short_job() {
-  std::string msg;
-  const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                        " --ring-iters=20 --wrap 'sleep 15'", &msg);
-  CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
-  return job;
-}
+  // What the long job is doing, for failure messages: its state and the planner's note, the
+  // steps its loss log holds and the end of its output.
+  std::string story() {
+    return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + " (" +
+           cluster().job_field(job, "AdminComment") + "), steps logged: " + std::to_string(read_loss(loss).size()) +
+           "\n" + cluster().run("tail -n 30 " + out).out;
+  }
+};
 
 // The world sizes a loss log went through, in order ("1 2 1").
 std::string world_trail(const std::map<long, std::pair<double, int>>& loss) {
@@ -179,14 +181,9 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   // to stop (AdminComment), ringrun checkpoints and requeues it, the short one runs, and the long
   // one resumes from its checkpoint once the plan starts it again, and loses nothing.
   void testLongJobStoppedForShortOneAndResumed() {
-    hold_all_but_one_v100();
-    TempDir d;
-    const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
-    const unsigned job = submit_long_job(d, out);
-    auto story = [&] { return long_job_story(job, loss, out); };
-    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
-
-    const unsigned short_job = submit_short_job();
+    LongJobThenShortOne s;
+    const unsigned job = s.job, short_job = s.short_job;
+    auto story = [&] { return s.story(); };
     // The short job runs while the long one waits, stopped.
     bool long_waited = false;
     CPPUNIT_ASSERT_MESSAGE("the short job did not run: " + story(), SlurmTestCluster::wait_for([&] {
@@ -196,15 +193,15 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     }, 180));
     CPPUNIT_ASSERT_MESSAGE("the long job ran next to the short one: " + story(), long_waited);
     CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().job_field(job, "AdminComment"), "ringsched:stop"));
-    CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().run("cat " + out).out, "requeued (held) for the planner's stop"));
+    CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().run("cat " + s.out).out, "requeued (held) for the planner's stop"));
 
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] {
       return cluster().job_field(job, "JobState") == "COMPLETED"; }, 300));
     CPPUNIT_ASSERT_EQUAL(std::string("COMPLETED"), cluster().job_field(short_job, "JobState"));
-    const auto got = read_loss(loss);
+    const auto got = read_loss(s.loss);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(story(), size_t(kSteps), got.size());
     CPPUNIT_ASSERT_MESSAGE(story(), std::stoi(cluster().job_field(job, "Restarts")) >= 1);
-    assert_same_as_uninterrupted(d, got);
+    assert_same_as_uninterrupted(s.d, got);
   }
 
   // Preempt=no: the same two jobs, but the planner may not stop a running job. Over ten plans
@@ -219,13 +216,9 @@ class SlurmElasticTest : public CppUnit::TestFixture {
         cluster().run("scontrol reconfigure");
       }
     } restore;
-    hold_all_but_one_v100();
-    TempDir d;
-    const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
-    const unsigned job = submit_long_job(d, out);
-    auto story = [&] { return long_job_story(job, loss, out); };
-    CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
-    const unsigned short_job = submit_short_job();
+    LongJobThenShortOne s;
+    const unsigned job = s.job, short_job = s.short_job;
+    auto story = [&] { return s.story(); };
 
     long long last_plan = 0;
     int plans = 0;
@@ -252,7 +245,7 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(broken + ": " + story(), broken.empty());
     CPPUNIT_ASSERT_EQUAL_MESSAGE(short_reason, std::string("PENDING"), cluster().job_field(short_job, "JobState"));
     CPPUNIT_ASSERT_EQUAL(std::string("0"), cluster().job_field(job, "Restarts"));
-    CPPUNIT_ASSERT_MESSAGE(story(), !contains(cluster().run("cat " + out).out, "requeued"));
+    CPPUNIT_ASSERT_MESSAGE(story(), !contains(cluster().run("cat " + s.out).out, "requeued"));
   }
 };
 
