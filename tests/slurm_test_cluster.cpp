@@ -115,6 +115,17 @@ void SlurmTestCluster::write_ringsched_conf(const std::string& extra_lines) {
   std::rename((conf_path() + ".tmp").c_str(), conf_path().c_str());
 }
 
+SlurmTestCluster::ConfOverride::ConfOverride(SlurmTestCluster& cluster, const std::string& extra_lines)
+    : cluster_(cluster) {
+  cluster_.write_ringsched_conf(extra_lines);
+  reconfigured_ = cluster_.run("scontrol reconfigure");
+}
+
+SlurmTestCluster::ConfOverride::~ConfOverride() {
+  cluster_.write_ringsched_conf("");
+  cluster_.run("scontrol reconfigure");
+}
+
 CommandResult SlurmTestCluster::run(const std::string& command) const { return shell(command); }
 
 unsigned SlurmTestCluster::submit(const std::string& args, std::string* out) const {

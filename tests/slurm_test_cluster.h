@@ -38,6 +38,22 @@ class SlurmTestCluster {
   // Writes ringsched.conf (the given lines, with ProfileFiles/FeatureFile/PlanFile added).
   void write_ringsched_conf(const std::string& extra_lines);
 
+  // ringsched.conf with `extra_lines`, slurmctld reconfigured, for the life of this object; then
+  // the default lines and another reconfigure, also when the test fails in between (a later test
+  // of the same program would otherwise run on this one's settings).
+  class ConfOverride {
+   public:
+    ConfOverride(SlurmTestCluster& cluster, const std::string& extra_lines);
+    ~ConfOverride();
+    ConfOverride(const ConfOverride&) = delete;
+    ConfOverride& operator=(const ConfOverride&) = delete;
+    const CommandResult& reconfigured() const { return reconfigured_; }  // the first reconfigure
+
+   private:
+    SlurmTestCluster& cluster_;
+    CommandResult reconfigured_;
+  };
+
   static bool wait_for(const std::function<bool()>& cond, double seconds, double poll_s = 0.25);
   // A GPU request as this build's Slurm spells it in TresPerNode: "gres:gpu:" + spec on 22.05,
   // "gres/gpu:" + spec by 24.11 (slurm_api_compat.h).

@@ -265,17 +265,8 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   }
 
   void testElasticGrowsThenShrinksDoubling() {
-    cluster().write_ringsched_conf("Policy=doubling\n");
-    cluster().run("scontrol reconfigure");
-    try {
-      testElasticGrowsThenShrinks();
-    } catch (...) {
-      cluster().write_ringsched_conf("");
-      cluster().run("scontrol reconfigure");
-      throw;
-    }
-    cluster().write_ringsched_conf("");
-    cluster().run("scontrol reconfigure");
+    SlurmTestCluster::ConfOverride conf(cluster(), "Policy=doubling\n");
+    testElasticGrowsThenShrinks();
   }
 
   void testElasticGrowsThenShrinks() {
@@ -435,8 +426,8 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   }
 
   void testSurvivesBadConfig() {
-    cluster().write_ringsched_conf("Policy=combined\nReplanInterval=banana\n");
-    const auto r = cluster().run("scontrol reconfigure");
+    SlurmTestCluster::ConfOverride conf(cluster(), "Policy=combined\nReplanInterval=banana\n");
+    const auto& r = conf.reconfigured();
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
     // ProfileFiles, FeatureFile, PlanFile, MaxGpusPerJob, 4 test lines, Policy: the bad line is 11.
     const std::string where = cluster().conf_path() + ":11:";

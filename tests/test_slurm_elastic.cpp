@@ -208,14 +208,8 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   // that list both (ReplanInterval=2), the long job keeps running and is never asked to stop,
   // and the short one waits. The test above shows the stop comes within such plans when allowed.
   void testPreemptNoKeepsTheLongJobRunning() {
-    cluster().write_ringsched_conf("Preempt=no\n");
-    CPPUNIT_ASSERT_EQUAL(0, cluster().run("scontrol reconfigure").rc);
-    struct Restore {
-      ~Restore() {
-        cluster().write_ringsched_conf("");
-        cluster().run("scontrol reconfigure");
-      }
-    } restore;
+    SlurmTestCluster::ConfOverride conf(cluster(), "Preempt=no\n");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(conf.reconfigured().out, 0, conf.reconfigured().rc);
     LongJobThenShortOne s;
     const unsigned job = s.job, short_job = s.short_job;
     auto story = [&] { return s.story(); };
