@@ -239,8 +239,8 @@ int main(int argc, char** argv) {
                 !o.cluster.empty() ? o.cluster.c_str()
                                    : o.mixed_nodes ? "nodes of 1-8 GPUs" : "uniform nodes");
     std::printf("%8s %6s %6s %6s %9s %8s %8s %10s %10s %10s %10s %8s %8s\n", "gpus", "nodes",
-                "types", "jobs", "cold_ms", "faults", "sys_ms", "first_ms", "first_cpu", "steady_ms", "steady_cpu",
-                "running", "waiting");
+                "types", "jobs", "cold_ms", "faults", "sys_ms", "first_ms", "first_cpu", "steady_ms",
+                "steady_cpu", "running", "waiting");
     std::vector<std::vector<double>> table_ms(o.gpus.size(), std::vector<double>(o.jobs.size()));
     for (size_t gi = 0; gi < o.gpus.size(); ++gi) {
       int types = !o.cluster.empty() ? static_cast<int>(type_names.size())
@@ -317,8 +317,8 @@ int main(int argc, char** argv) {
         table_ms[gi][ji] = median(cpu);
         std::printf("%8d %6zu %6d %6d %9.2f %8ld %8.1f %10.2f %10.2f %10.2f %10.2f %8d %8d\n",
                     snap.cluster.total_gpus(), snap.cluster.nodes.size(), types, o.jobs[ji], cold_ms,
-                    cold_faults, cold_sys, median(first_ms), median(first_cpu), median(ms), table_ms[gi][ji],
-                    running, waiting);
+                    cold_faults, cold_sys, median(first_ms), median(first_cpu), median(ms),
+                    table_ms[gi][ji], running, waiting);
         std::fflush(stdout);
       }
     }
