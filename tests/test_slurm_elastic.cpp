@@ -5,6 +5,8 @@
 // alone (no hand-made request), and a long fixed-size one is stopped for a short job and resumed
 // (Preempt=yes, the default); both run to completion with the loss curve of an uninterrupted run.
 // With Preempt=no the same long job runs on through the plans that make the short one wait.
+// Every job is an ordinary user's, as on a real site: the ring jobs under test are ringtest1's,
+// the jobs that hold GPUs and the short job ringtest2's (root only reconfigures and cleans up).
 // Runs on the local cluster of scripts/testcluster.sh of the Slurm this build was configured for.
 #include <cppunit/extensions/HelperMacros.h>
 
@@ -28,34 +30,52 @@ namespace {
 const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
 const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
 constexpr long kSteps = 400;  // about 90 s at 1 GPU, mostly after the two resizes
+const char* kOwner = "ringtest1";  // owns the ring jobs under test
+const char* kOther = "ringtest2";  // owns the jobs that hold GPUs, and the short job
 
 SlurmTestCluster& cluster() { return SlurmTestCluster::get("test_slurm_elastic", true); }
 
-// Every GPU but one v100 (on v100-1) held by ordinary jobs; returns the job holding the v100
+// ringrun and ringrun-train where an ordinary user can run them (a build tree may sit below a
+// folder only its owner can enter), staged once per process.
+const std::string& stage() {
+  static const std::string dir = cluster().stage_programs();
+  return dir;
+}
+
+// sbatch as `user` from "/", output to /dev/null unless `args` say otherwise; the job id.
+unsigned submit_as(const char* user, const std::string& args, std::string* msg = nullptr) {
+  return cluster().submit_as(user, "-o /dev/null " + args, "/", msg);
+}
+
+// Every GPU but one v100 (on v100-1) held by another user's ordinary jobs; returns the job holding the v100
 // next to it. The planner counts GPUs over all types before it places jobs on theirs.
 unsigned hold_all_but_one_v100() {
   std::vector<unsigned> held;
   for (const char* node : {"p100-1", "p100-2", "k80-1", "k80-2", "v100-2"}) {
     const std::string type = std::string(node).substr(0, std::string(node).find('-'));
-    held.push_back(cluster().submit("--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
+    held.push_back(submit_as(kOther, "--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
   }
-  held.push_back(cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
-  const unsigned one = cluster().submit("--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
+  held.push_back(submit_as(kOther, "--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
+  const unsigned one = submit_as(kOther, "--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
   held.push_back(one);
-  for (unsigned j : held)
+  for (unsigned j : held) {
+    CPPUNIT_ASSERT(j > 0);
     CPPUNIT_ASSERT(SlurmTestCluster::wait_for([&] { return cluster().job_field(j, "JobState") == "RUNNING"; }, 30));
+  }
   return one;
 }
 
 // A batch script in `d` that trains kSteps steps of resnet50-b64 under ringrun, logging the loss
-// to d/loss.
+// to d/loss. `d` and the script become kOwner's: the checkpoints go below d, the owner's alone.
 std::string ringrun_script(TempDir& d) {
-  chmod(d.path().c_str(), 0755);
   const std::string script = d.write(
-      "job.sh", "#!/bin/sh\nexec " + kRingrun + " --model=resnet50-b64 --profiles=" + repo_file("data/profiles/gavel.csv") +
-                    " --ckpt-dir=" + d.path() + "/ck -- " + kTrain + " --steps=" + std::to_string(kSteps) +
-                    " --log-every=100000 --emulate-model=resnet50-b64 --loss-log=" + d.path() + "/loss\n");
-  chmod(script.c_str(), 0755);
+      "job.sh", "#!/bin/sh\n" + cluster().stage_env() + "\nexec " + stage() + "/ringrun --model=resnet50-b64 --profiles=" +
+                    stage() + "/gavel.csv --ckpt-dir=" + d.path() + "/ck -- " + stage() + "/ringrun-train --steps=" +
+                    std::to_string(kSteps) + " --log-every=100000 --emulate-model=resnet50-b64 --loss-log=" + d.path() +
+                    "/loss\n");
+  const auto r = cluster().run("chown " + std::string(kOwner) + ": " + d.path() + " " + script + " && chmod 755 " +
+                               d.path() + " " + script);
+  CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
   return script;
 }
 
@@ -71,9 +91,9 @@ void assert_same_as_uninterrupted(TempDir& d, const std::map<long, std::pair<dou
 }
 
 // The preemption scenario: every GPU but one v100 held by ordinary jobs; on that v100 a fixed-size
-// ring job under ringrun that says it runs long (a million iterations), its output appended to
-// `out`, training (its loss log has begun); then a fixed-size ring job of 20 iterations for the
-// same v100.
+// ring job of kOwner's under ringrun that says it runs long (a million iterations), its output
+// appended to `out`, training (its loss log has begun); then kOther's fixed-size ring job of 20
+// iterations for the same v100.
 struct LongJobThenShortOne {
   TempDir d;
   const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
@@ -82,13 +102,17 @@ struct LongJobThenShortOne {
   LongJobThenShortOne() {
     hold_all_but_one_v100();
     std::string msg;
-    job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                           " --ring-iters=1000000 --open-mode=append -o " + out + " " + ringrun_script(d), &msg);
+    const std::string script = ringrun_script(d);
+    job = cluster().submit_as(kOwner, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                              " --ring-iters=1000000 --open-mode=append -o " + out + " " + script, d.path(), &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
-    short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+    short_job = submit_as(kOther, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
                                  " --ring-iters=20 --wrap 'sleep 15'", &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, short_job > 0);
+    CPPUNIT_ASSERT_MESSAGE(cluster().job_field(job, "UserId"), contains(cluster().job_field(job, "UserId"), kOwner));
+    CPPUNIT_ASSERT_MESSAGE(cluster().job_field(short_job, "UserId"),
+                           contains(cluster().job_field(short_job, "UserId"), kOther));
   }
 
   // What the long job is doing, for failure messages: its state and the planner's note, the
@@ -120,6 +144,10 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE_END();
 
  public:
+  void setUp() override {
+    SlurmTestCluster::ensure_user(kOwner);
+    SlurmTestCluster::ensure_user(kOther);
+  }
   void tearDown() override { cluster().cancel_all(); }
 
   // slurmctld loaded priority/ringsched and job_submit/ringsched (a plugin of another version, or
@@ -141,8 +169,8 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     const std::string loss = d.path() + "/loss", out = d.path() + "/job.out";
     const std::string script = ringrun_script(d);
     std::string msg;
-    const unsigned job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-2 --ring-elastic"
-                                          " --open-mode=append -o " + out + " " + script, &msg);
+    const unsigned job = cluster().submit_as(kOwner, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1-2"
+                                             " --ring-elastic --open-mode=append -o " + out + " " + script, d.path(), &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
     auto story = [&] {
       return "job " + std::to_string(job) + " " + cluster().job_field(job, "JobState") + ", world sizes: " +
@@ -160,7 +188,7 @@ class SlurmElasticTest : public CppUnit::TestFixture {
                            SlurmTestCluster::wait_for([&] { return world_now() == 2; }, 120));
 
     // A fixed ring job wants one v100 and none is free: the planner shrinks the elastic job to 1.
-    const unsigned fixed = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+    const unsigned fixed = submit_as(kOther, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
                                             " --wrap 'sleep 600'", &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, fixed > 0);
     CPPUNIT_ASSERT_MESSAGE("not shrunk to 1: " + story(),
@@ -177,7 +205,7 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   }
 
   // Preemption (Preempt=yes, the default): a fixed-size ring job under ringrun that says it runs
-  // long holds the one v100; a short fixed-size ring job arrives. The planner asks the long one
+  // long holds the one v100; another user's short fixed-size ring job arrives. The planner asks the long one
   // to stop (AdminComment), ringrun checkpoints and requeues it, the short one runs, and the long
   // one resumes from its checkpoint once the plan starts it again, and loses nothing.
   void testLongJobStoppedForShortOneAndResumed() {
