@@ -129,10 +129,8 @@ SlurmTestCluster::ConfOverride::~ConfOverride() {
 CommandResult SlurmTestCluster::run(const std::string& command) const { return shell(command); }
 
 unsigned SlurmTestCluster::submit(const std::string& args, std::string* out) const {
-  const CommandResult r = shell("sbatch --parsable -o /dev/null " + args);
-  if (out) *out = r.out;
-  if (r.rc != 0) return 0;
-  return static_cast<unsigned>(std::strtoul(r.out.c_str(), nullptr, 10));
+  ensure_user(kSiteUser);
+  return submit_as(kSiteUser, "-o /dev/null " + args, "/", out);
 }
 
 std::string SlurmTestCluster::job_field(unsigned job, const std::string& field) const {
@@ -162,7 +160,7 @@ void SlurmTestCluster::restart_ctld() {
 }
 
 void SlurmTestCluster::cancel_all() {
-  shell("ids=$(squeue -h -o %i); [ -z \"$ids\" ] || scancel $ids");  // every user's (tests submit as nobody too)
+  shell("ids=$(squeue -h -o %i); [ -z \"$ids\" ] || scancel $ids");  // every user's: tests submit as ordinary users
   wait_for([this] { return shell("squeue -h -t all -o %i | wc -l").out == "0\n" ||
                            shell("squeue -h -t R,PD,CG,S -o %i | wc -l").out == "0\n"; },
            30);
