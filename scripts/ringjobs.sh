@@ -4,6 +4,11 @@
 # measure it. Used by scripts/run-demo.sh (the main job) and bench/ab_slurm.sh (the A/B run).
 #
 #   ringjobs.sh run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S]
+#                   [--as-users]
+#     --as-users (root only): each job is submitted by, and runs as, the ordinary user ring-USER,
+#     as on a real site (USER: the row's user column, default "user"; made with useradd -m if
+#     missing, and then listed in DIR/users-created). The programs are staged in DIR/stage; each
+#     job's checkpoints and log are its user's alone. DIR must be a folder those users can enter.
 #   ringjobs.sh table DIR         the JCT table and the summary of a finished run
 #   ringjobs.sh conf MAX_GPUS     print the ringsched.conf of a time-compressed run (the demo and
 #                                 the A/B run): replanning every 3 s, resizes paying off within
@@ -26,7 +31,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "ringjobs: error: $*" >&2; exit 1; }
 
 cmd_run() {
-  local trace="" mode="" out="" builddir="${RINGSCHED_BUILDDIR:-$repo/build}" timeout=600
+  local trace="" mode="" out="" builddir="${RINGSCHED_BUILDDIR:-$repo/build}" timeout=600 as_users=0
   while [ $# -gt 0 ]; do
     case $1 in
       --trace) trace=$2; shift 2 ;;
@@ -34,6 +39,7 @@ cmd_run() {
       --out) out=$2; shift 2 ;;
       --builddir) builddir=$2; shift 2 ;;
       --timeout) timeout=$2; shift 2 ;;
+      --as-users) as_users=1; shift ;;
       *) die "run: unknown option $1" ;;
     esac
   done
@@ -45,14 +51,27 @@ cmd_run() {
   local ringrun=$builddir/wrapper/ringrun train=$builddir/wrapper/ringrun-train
   [ -x "$ringrun" ] && [ -x "$train" ] || die "run: $ringrun or $train not built"
   local profiles=${RINGSCHED_PROFILES:-$repo/data/profiles/gavel.csv}
+  [ $as_users = 0 ] || [ "$(id -u)" -eq 0 ] || die "run: --as-users makes and switches to users: run as root"
   rm -rf "$out"
   mkdir -p "$out/jobs" "$out/logs" "$out/ck"
   out=$(cd "$out" && pwd)
   echo "$mode" > "$out/mode"
+  local pythonpath=$builddir/python/site digits=$repo/python/examples/train_digits.py
+  if [ $as_users = 1 ]; then
+    # The jobs' users read the staged programs and scripts and write only below their own folders.
+    chmod 755 "$out" "$out/jobs" "$out/logs" "$out/ck"
+    runuser -u nobody -- test -x "$out" ||
+      die "run: --as-users: ordinary users cannot enter $out (a folder above it is private); pick another --out"
+    stage_programs "$builddir" "$out/stage"
+    ringrun=$out/stage/ringrun train=$out/stage/ringrun-train pythonpath=$out/stage/site digits=$out/stage/train_digits.py
+    cp "$profiles" "$out/stage/profiles.csv" && chmod 644 "$out/stage/profiles.csv"
+    profiles=$out/stage/profiles.csv
+  fi
 
   # Validate the whole trace before submitting anything.
-  awk -F, 'NR == 1 { next } /^#/ || NF == 0 { next }
-    NF < 5 || $2 !~ /^[0-9.]+$/ || $4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ || $3 !~ /^[A-Za-z0-9_.-]+$/ ||
+  awk -F, -v users=$as_users 'NR == 1 { next } /^#/ || NF == 0 { next }
+    NF < 5 || $2 !~ /^[0-9.]+$/ || (users && NF >= 9 && $9 != "" && ($9 !~ /^[a-z][a-z0-9_-]*$/ || length($9) > 27)) ||
+    $4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ || $3 !~ /^[A-Za-z0-9_.-]+$/ ||
     $1 !~ /^[A-Za-z0-9_.-]+$/ || (NF >= 7 && ($6 !~ /^[0-9]+$/ || $7 !~ /^[0-9]+$/)) {
       printf "ringjobs: %s line %d: malformed row: %s\n", FILENAME, NR, $0 > "/dev/stderr"; bad = 1 }
     END { exit bad }' "$trace" || die "run: bad trace $trace"
@@ -69,6 +88,8 @@ cmd_run() {
   for r in "${rows[@]}"; do
     IFS=, read -r id submit model gpus iters min max elastic user spb program <<<"$r"
     min=${min:-$gpus}; max=${max:-$gpus}; elastic=${elastic:-0}; spb=${spb:-0}; program=${program:-ringrun-train}
+    local account=""
+    [ $as_users = 0 ] || account=$(ensure_user "ring-${user:-user}" "$out")
     local now wait
     now=$(date +%s.%N)
     wait=$(awk -v t0="$t0" -v s="$submit" -v n="$now" 'BEGIN { w = t0 + s - n; print (w > 0 ? w : 0) }')
@@ -78,14 +99,16 @@ cmd_run() {
       [ -f "$builddir/python/site/ringsched/torch/_ringrt.so" ] || die "run: $name is a PyTorch job but $builddir has no ringsched.torch"
       {
         echo "#!/bin/sh"
-        echo "export PYTHONPATH=$builddir/python/site"
+        [ $as_users = 0 ] || echo "export LD_LIBRARY_PATH=$out/stage/lib"
+        echo "export PYTHONPATH=$pythonpath"
         echo "exec $ringrun --ckpt-dir=$out/ck/$name \\"
-        echo "  -- ${PYTHON:-/usr/bin/python3} $repo/python/examples/train_digits.py --steps=$iters --ckpt-every=50 --pace=0.1$([ "$spb" = 1 ] && echo ' --spb')"
+        echo "  -- ${PYTHON:-/usr/bin/python3} $digits --steps=$iters --ckpt-every=50 --pace=0.1$([ "$spb" = 1 ] && echo ' --spb')"
       } > "$script"
     else
       {
         echo "#!/bin/sh"
-        echo "exec $ringrun --model=$model --profiles=$profiles --report=$out/measured.csv --ckpt-dir=$out/ck/$name \\"
+        [ $as_users = 0 ] || echo "export LD_LIBRARY_PATH=$out/stage/lib"
+        echo "exec $ringrun --model=$model --profiles=$profiles --report=$out/ck/$name/measured.csv --ckpt-dir=$out/ck/$name \\"
         echo "  -- $train --steps=$iters --log-every=100000 --emulate-model=$model$([ "$spb" = 1 ] && echo ' --spb')"
       } > "$script"
     fi
@@ -98,8 +121,14 @@ cmd_run() {
     else
       args+=(--gres=gpu:"$gpus")
     fi
-    local jid
-    if ! jid=$(sbatch "${args[@]}" "$script" 2>"$out/logs/$name.sbatch.err"); then
+    local jid submit_cmd=(sbatch)
+    if [ -n "$account" ]; then
+      # The job's checkpoint folder and log are its user's alone; root (this script) reads them.
+      install -d -m 700 -o "$account" "$out/ck/$name"
+      install -m 600 -o "$account" /dev/null "$out/logs/$name.out"
+      submit_cmd=(runuser -u "$account" -- sbatch)
+    fi
+    if ! jid=$(cd / && "${submit_cmd[@]}" "${args[@]}" "$script" 2>"$out/logs/$name.sbatch.err"); then
       echo "ringjobs: sbatch of $name refused: $(cat "$out/logs/$name.sbatch.err")"
       echo "$name refused" >> "$out/refused"
       continue
@@ -107,7 +136,45 @@ cmd_run() {
     printf '%s %s %s %s %s %s %s\n' "$name" "$jid" "$(date +%s.%N)" "$model" "$gpus" "$min-$max" "$elastic" >> "$out/submitted"
   done
   wait "$monitor_pid" || true
+  merge_reports "$out"
   cmd_table "$out"
+}
+
+# User NAME made an ordinary user of this machine (useradd -m) if missing, and then listed in
+# OUT/users-created (for whoever wants to remove it afterwards); prints the name.
+ensure_user() {
+  local name=$1 out=$2
+  [[ $name =~ ^[a-z][a-z0-9_-]{0,31}$ ]] || die "run: '$name' is not a user name"
+  if ! id -u "$name" >/dev/null 2>&1; then
+    useradd -m -s /bin/sh "$name" >/dev/null 2>&1 || die "run: cannot create the user $name (useradd)"
+    echo "$name" >> "$out/users-created"
+  fi
+  echo "$name"
+}
+
+# ringrun, ringrun-train, libringrt and the Python package copied to DIR (mode a+rX): the build
+# tree may sit below a folder only its owner can enter.
+stage_programs() {
+  local builddir=$1 stage=$2 p
+  mkdir -p "$stage/lib"
+  for p in ringrun ringrun-train; do
+    if [ -x "$builddir/wrapper/.libs/$p" ]; then cp "$builddir/wrapper/.libs/$p" "$stage/"; else cp "$builddir/wrapper/$p" "$stage/"; fi
+  done
+  cp -P "$builddir"/ring-runtime/.libs/libringrt.so* "$stage/lib/" 2>/dev/null || true
+  [ ! -d "$builddir/python/site" ] || cp -r "$builddir/python/site" "$stage/site"
+  cp "$repo/python/examples/train_digits.py" "$stage/"
+  chmod -R a+rX "$stage"
+}
+
+# Each ringrun-train job reports its measured speeds into its own folder (a user's, with
+# --as-users); DIR/measured.csv gathers them, one header.
+merge_reports() {
+  local out=$1 f first=1
+  for f in "$out"/ck/*/measured.csv; do
+    [ -f "$f" ] || continue
+    if [ $first = 1 ]; then cat "$f"; first=0; else tail -n +2 "$f"; fi
+  done > "$out/measured.csv.tmp"
+  if [ -s "$out/measured.csv.tmp" ]; then mv "$out/measured.csv.tmp" "$out/measured.csv"; else rm -f "$out/measured.csv.tmp"; fi
 }
 
 # Live view: prints each job's state and size changes until every job is done (or timeout).
@@ -174,7 +241,9 @@ monitor() {
     fi
     if [ "$t" -ge "$timeout" ]; then
       echo "ringjobs: timeout after ${t}s with $done_jobs of $total jobs done; cancelling the rest"
-      scancel --quiet "--user=$(id -un)" 2>/dev/null || true
+      local ids
+      ids=$(awk '{ print $2 }' "$out/submitted" 2>/dev/null | tr '\n' ' ')
+      [ -z "$ids" ] || scancel --quiet $ids 2>/dev/null || true
       return
     fi
   done
@@ -244,5 +313,5 @@ case ${1:-} in
   conf) shift; cmd_conf "$@" ;;
   table) shift; cmd_table "$@" ;;
   -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] | table DIR | conf MAX_GPUS | --help" >&2; exit 2 ;;
+  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] [--as-users] | table DIR | conf MAX_GPUS | --help" >&2; exit 2 ;;
 esac

@@ -7,8 +7,9 @@
 # SPB; each iteration emulates its GPU type's profiled speed, the allreduce is real) and two real
 # PyTorch jobs (a CNN on load_digits over the "ringrt" backend: one elastic, resized as the
 # cluster fills and empties, one with SPB), shows live what is placed, grown and shrunk, prints a
-# table of JCT and final loss/accuracy and tears the cluster down.
-#   scripts/run-demo.sh [--keep]      --keep leaves the cluster up afterwards
+# table of JCT and final loss/accuracy and tears the cluster down. Every job is an ordinary
+# user's: ring-USER for the trace's user column, made for the run and removed at the end.
+#   scripts/run-demo.sh [--keep]      --keep leaves the cluster (and those users) up afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -38,10 +39,26 @@ for f in wrapper/ringrun wrapper/ringrun-train plugins/priority/ringsched/.libs/
 done
 
 log "3/5 local heterogeneous cluster with ringsched"
-export RINGSCHED_CLUSTER_DIR=$top/.run/demo-cluster
+# The jobs are ordinary users' (ring-alice, ring-bob, ...: the trace's user column), who must be
+# able to enter the run folder and read the cluster's slurm.conf; a checkout below a private
+# folder (root's home) runs both in /tmp.
+base=$top/.run
+mkdir -p "$base" && chmod 755 "$base"
+if ! runuser -u nobody -- test -x "$base"; then
+  base=$(mktemp -d /tmp/ringsched-demo.XXXXXX) && chmod 755 "$base"
+  log "the checkout is private to its owner: the cluster and the run are in $base"
+fi
+export RINGSCHED_CLUSTER_DIR=$base/demo-cluster
 mkdir -p "$RINGSCHED_CLUSTER_DIR"
 scripts/ringjobs.sh conf 8 > "$RINGSCHED_CLUSTER_DIR/ringsched.conf"
-teardown() { [ $keep = 1 ] || scripts/testcluster.sh down >/dev/null 2>&1 || true; }
+run=$base/demo
+teardown() {
+  [ $keep = 1 ] && return
+  scripts/testcluster.sh down >/dev/null 2>&1 || true
+  # The users this run made (ringjobs.sh --as-users lists them), and their homes.
+  local u
+  for u in $(cat "$run/result/users-created" 2>/dev/null); do userdel -r "$u" >/dev/null 2>&1 || true; done
+}
 trap teardown EXIT
 scripts/testcluster.sh up --plugins --builddir="$top/build"
 eval "$(scripts/testcluster.sh env)"
@@ -58,8 +75,8 @@ else
   log "no PyTorch jobs: configure found no torch (scripts/install-deps.sh installs python3-torch)"
 fi
 log "4/5 workload: 8 ring jobs and $([ -n "$torch_jobs" ] && echo 2 || echo no) PyTorch jobs (job_id,submit_s,model,gpus,iterations,min,max,elastic,user,spb,program)"
-run=$top/.run/demo
 mkdir -p "$run"
+chmod 755 "$run"
 cat > "$run/trace.csv" <<TRACE
 job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic,user,spb,program
 1,0,transformer-b128,8,2000,1,8,1,alice,0
@@ -74,7 +91,8 @@ ${torch_jobs}
 TRACE
 cat "$run/trace.csv"
 log "live view: [seconds] job state size (placed / requeued to resize / grown / shrunk)"
-scripts/ringjobs.sh run --trace "$run/trace.csv" --mode ringsched --out "$run/result" --builddir "$top/build" --timeout 420
+log "each job is submitted by and runs as its trace user's ordinary account (ring-alice, ...; made for this run, removed at the end unless --keep)"
+scripts/ringjobs.sh run --trace "$run/trace.csv" --mode ringsched --out "$run/result" --builddir "$top/build" --timeout 420 --as-users
 
 log "5/5 plan of the policy engine at the end: $RINGSCHED_CLUSTER_DIR/plan.json; per-job logs: $run/result/logs"
 if [ -f "$run/result/measured.csv" ]; then
