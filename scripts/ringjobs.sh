@@ -133,7 +133,8 @@ cmd_run() {
       echo "$name refused" >> "$out/refused"
       continue
     fi
-    printf '%s %s %s %s %s %s %s\n' "$name" "$jid" "$(date +%s.%N)" "$model" "$gpus" "$min-$max" "$elastic" >> "$out/submitted"
+    printf '%s %s %s %s %s %s %s %s\n' "$name" "$jid" "$(date +%s.%N)" "$model" "$gpus" "$min-$max" "$elastic" \
+      "$(id -un "${account:-$(id -u)}")" >> "$out/submitted"
   done
   wait "$monitor_pid" || true
   merge_reports "$out"
@@ -254,9 +255,9 @@ cmd_table() {
   [ -f "$out/submitted" ] || die "table: $out/submitted missing (not a ringjobs run folder)"
   local mode
   mode=$(cat "$out/mode" 2>/dev/null || echo "?")
-  printf '\n%-6s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' job model asked sizes submit_s end_s jct_s restarts result final
-  local name jid sub model gpus range elastic
-  while read -r name jid sub model gpus range elastic; do
+  printf '\n%-6s %-11s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' job user model asked sizes submit_s end_s jct_s restarts result final
+  local name jid sub model gpus range elastic owner
+  while read -r name jid sub model gpus range elastic owner; do
     local ev=$out/ck/$name/events end="" result="unfinished" restarts=0 sizes=""
     if [ -f "$ev" ]; then
       end=$(awk '$2 == "finished" { print $1 }' "$ev" | tail -1)
@@ -275,7 +276,7 @@ cmd_table() {
     local final
     final=$(awk '/^train_digits: done/ { f = "loss " $7 " acc " $9 } /^ringrun-train: step/ { f = "loss " $5 }
                  END { print (f == "" ? "-" : f) }' "$out/logs/$name.out" 2>/dev/null || echo -)
-    printf '%-6s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' "$name" "$model" "$range" "${sizes:--}" "$subrel" "$endrel" "$jct" "$restarts" "$result" "$final"
+    printf '%-6s %-11s %-18s %-6s %-7s %9s %9s %9s %8s %-8s %s\n' "$name" "${owner:--}" "$model" "$range" "${sizes:--}" "$subrel" "$endrel" "$jct" "$restarts" "$result" "$final"
     printf '%s %s %s %s %s\n' "$name" "$jct" "$endrel" "$restarts" "$result" >> "$out/rows.tmp"
   done < "$out/submitted"
   awk -v mode="$mode" '{ n++; if ($2 != "-") { j += $2; ok++; if ($3 > mk) mk = $3 } r += $4 }
