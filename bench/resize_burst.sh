@@ -50,13 +50,7 @@ scontrol reconfigure
 
 # Programs where the user can run them (the build tree may be below a private folder).
 stage=$state/stage
-rm -rf "$stage"; mkdir -p "$stage/lib"
-for p in ringrun ringrun-train; do
-  if [ -x "$builddir/wrapper/.libs/$p" ]; then cp "$builddir/wrapper/.libs/$p" "$stage/"; else cp "$builddir/wrapper/$p" "$stage/"; fi
-done
-cp -P "$builddir"/ring-runtime/.libs/libringrt.so* "$stage/lib/"
-cp "$repo/data/profiles/gavel.csv" "$stage/"
-chmod -R a+rX "$stage"
+"$repo/scripts/stage-programs.sh" "$builddir" "$stage"
 rm -rf "$out"; mkdir -p "$out"; chown "$user": "$out"; out=$(cd "$out" && pwd)
 models=(resnet18-b16 lm-b80 resnet50-b64 transformer-b128)
 for m in "${models[@]}"; do

@@ -62,7 +62,7 @@ cmd_run() {
     chmod 755 "$out" "$out/jobs" "$out/logs" "$out/ck"
     runuser -u nobody -- test -x "$out" ||
       die "run: --as-users: ordinary users cannot enter $out (a folder above it is private); pick another --out"
-    stage_programs "$builddir" "$out/stage"
+    "$repo/scripts/stage-programs.sh" "$builddir" "$out/stage"
     ringrun=$out/stage/ringrun train=$out/stage/ringrun-train pythonpath=$out/stage/site digits=$out/stage/train_digits.py
     cp "$profiles" "$out/stage/profiles.csv" && chmod 644 "$out/stage/profiles.csv"
     profiles=$out/stage/profiles.csv
@@ -151,20 +151,6 @@ ensure_user() {
     echo "$name" >> "$out/users-created"
   fi
   echo "$name"
-}
-
-# ringrun, ringrun-train, libringrt and the Python package copied to DIR (mode a+rX): the build
-# tree may sit below a folder only its owner can enter.
-stage_programs() {
-  local builddir=$1 stage=$2 p
-  mkdir -p "$stage/lib"
-  for p in ringrun ringrun-train; do
-    if [ -x "$builddir/wrapper/.libs/$p" ]; then cp "$builddir/wrapper/.libs/$p" "$stage/"; else cp "$builddir/wrapper/$p" "$stage/"; fi
-  done
-  cp -P "$builddir"/ring-runtime/.libs/libringrt.so* "$stage/lib/" 2>/dev/null || true
-  [ ! -d "$builddir/python/site" ] || cp -r "$builddir/python/site" "$stage/site"
-  cp "$repo/python/examples/train_digits.py" "$stage/"
-  chmod -R a+rX "$stage"
 }
 
 # Each ringrun-train job reports its measured speeds into its own folder (a user's, with

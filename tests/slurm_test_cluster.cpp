@@ -190,15 +190,9 @@ unsigned SlurmTestCluster::submit_as(const std::string& user, const std::string&
 }
 
 std::string SlurmTestCluster::stage_programs() const {
-  const std::string stage = dir_ + "/stage", build = RINGSCHED_BUILDDIR, src = RINGSCHED_SRCDIR;
-  // The real programs behind libtool's wrapper scripts, and the library they load.
-  const CommandResult r = shell(
-      "set -e; rm -rf '" + stage + "'; mkdir -p '" + stage + "/lib'; "
-      "for p in ringrun ringrun-train; do "
-      "  if [ -x '" + build + "'/wrapper/.libs/$p ]; then cp '" + build + "'/wrapper/.libs/$p '" + stage + "'/; "
-      "  else cp '" + build + "'/wrapper/$p '" + stage + "'/; fi; done; "
-      "cp -P '" + build + "'/ring-runtime/.libs/libringrt.so* '" + stage + "/lib/' 2>/dev/null || true; "
-      "cp '" + src + "/data/profiles/gavel.csv' '" + stage + "/'; chmod -R a+rX '" + stage + "'");
+  const std::string stage = dir_ + "/stage";
+  const CommandResult r = shell(std::string("'") + RINGSCHED_SRCDIR + "/scripts/stage-programs.sh' '" + RINGSCHED_BUILDDIR +
+                                "' '" + stage + "'");
   if (r.rc != 0) throw std::runtime_error("cannot stage the programs: " + r.out);
   return stage;
 }

@@ -71,9 +71,10 @@ class SlurmTestCluster {
   // sbatch --parsable ... as `user` from folder `dir`: the job id, or 0 (`out` holds the error).
   unsigned submit_as(const std::string& user, const std::string& args, const std::string& dir,
                      std::string* out = nullptr) const;
-  // ringrun, ringrun-train, libringrt and the Gavel profiles copied once to DIR/stage (mode 0755),
-  // so that ordinary users can run them wherever the build tree is (a checkout may sit below a
-  // folder only its owner can enter). Returns the folder; jobs need `stage_env()` in their script.
+  // ringrun, ringrun-train, libringrt and the Gavel profiles copied to DIR/stage (mode 0755) by
+  // scripts/stage-programs.sh, so that ordinary users can run them wherever the build tree is (a
+  // checkout may sit below a folder only its owner can enter). Returns the folder; jobs need
+  // `stage_env()` in their script.
   std::string stage_programs() const;
   // "export LD_LIBRARY_PATH=...": what a job script needs to run the staged programs.
   std::string stage_env() const;
