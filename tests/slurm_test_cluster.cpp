@@ -86,6 +86,7 @@ SlurmTestCluster::SlurmTestCluster(const std::string& name, bool plugins) {
                                "): build that Slurm where every user can read it (scripts/build-slurm.sh "
                                "uses /var/cache/ringsched as root, RINGSCHED_SLURM_CACHE)");
   }
+  ensure_user(kSiteUser);  // submit()'s user, made once here rather than checked per job
 }
 
 void SlurmTestCluster::up(bool plugins) {
@@ -128,9 +129,8 @@ SlurmTestCluster::ConfOverride::~ConfOverride() {
 
 CommandResult SlurmTestCluster::run(const std::string& command) const { return shell(command); }
 
-unsigned SlurmTestCluster::submit(const std::string& args, std::string* out) const {
-  ensure_user(kSiteUser);
-  return submit_as(kSiteUser, "-o /dev/null " + args, "/", out);
+unsigned SlurmTestCluster::submit(const std::string& args, std::string* out, const char* user) const {
+  return submit_as(user, "-o /dev/null " + args, "/", out);
 }
 
 std::string SlurmTestCluster::job_field(unsigned job, const std::string& field) const {

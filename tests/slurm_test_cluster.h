@@ -26,12 +26,12 @@ class SlurmTestCluster {
   std::string slurmctld_log() const { return dir_ + "/log/slurmctld.log"; }
 
   CommandResult run(const std::string& command) const;
-  // sbatch --parsable -o /dev/null ... as kSiteUser, an ordinary user, from "/": the job id, or 0
-  // (and `out` holds the error) when rejected. Jobs are users' work; root only acts as the admin.
-  unsigned submit(const std::string& args, std::string* out = nullptr) const;
-  // The ordinary user submit() submits as (made if missing); tests that need the owner to differ
-  // from their own users pick others (ringtest1, ringtest2).
+  // The ordinary user whose jobs submit() makes by default (made with the cluster). Tests that
+  // need owners apart pick others (ringtest1, ringtest2: ensure_user).
   static constexpr const char* kSiteUser = "ringtest3";
+  // sbatch --parsable -o /dev/null ... as `user`, an ordinary user, from "/": the job id, or 0
+  // (and `out` holds the error) when rejected. Jobs are users' work; root only acts as the admin.
+  unsigned submit(const std::string& args, std::string* out = nullptr, const char* user = kSiteUser) const;
   // One field of `scontrol show job` (e.g. "JobState", "NodeList", "AdminComment").
   std::string job_field(unsigned job, const std::string& field) const;
   bool ctld_up() const;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // 500 submissions in a burst by an ordinary user against the real local cluster, with the
-// ringsched plugins and without them: slurmctld must survive and hold every job, and the submission rate of both runs
-// is printed (measured here, on this machine, in one run). Jobs are submitted held so that the
-// burst measures admission (SPANK, job_submit, priority), not 500 job starts on two cores.
+// ringsched plugins and without them: slurmctld must survive and hold every job, and the
+// submission rate of both runs is printed (measured here, on this machine, in one run). Jobs are
+// submitted held so that the burst measures admission (SPANK, job_submit, priority), not 500 job
+// starts on two cores.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <chrono>
@@ -30,7 +31,6 @@ Burst burst(SlurmTestCluster& c, const std::string& sbatch_args) {
                           " -I{} sbatch --parsable --hold -o /dev/null -J burst{} " + sbatch_args +
                           " --wrap true | grep -c '^[0-9]'";
   const auto t0 = std::chrono::steady_clock::now();
-  SlurmTestCluster::ensure_user(SlurmTestCluster::kSiteUser);
   const auto r = c.run_as(SlurmTestCluster::kSiteUser, cmd, "/");
   Burst b;
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

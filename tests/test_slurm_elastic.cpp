@@ -42,21 +42,17 @@ const std::string& stage() {
   return dir;
 }
 
-// sbatch as `user` from "/", output to /dev/null unless `args` say otherwise; the job id.
-unsigned submit_as(const char* user, const std::string& args, std::string* msg = nullptr) {
-  return cluster().submit_as(user, "-o /dev/null " + args, "/", msg);
-}
-
-// Every GPU but one v100 (on v100-1) held by another user's ordinary jobs; returns the job holding the v100
-// next to it. The planner counts GPUs over all types before it places jobs on theirs.
+// Every GPU but one v100 (on v100-1) held by another user's ordinary jobs; returns the job
+// holding the v100 next to it. The planner counts GPUs over all types before it places jobs on
+// theirs.
 unsigned hold_all_but_one_v100() {
   std::vector<unsigned> held;
   for (const char* node : {"p100-1", "p100-2", "k80-1", "k80-2", "v100-2"}) {
     const std::string type = std::string(node).substr(0, std::string(node).find('-'));
-    held.push_back(submit_as(kOther, "--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'"));
+    held.push_back(cluster().submit("--gres=gpu:" + type + ":4 -w " + node + " --wrap 'sleep 600'", nullptr, kOther));
   }
-  held.push_back(submit_as(kOther, "--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'"));
-  const unsigned one = submit_as(kOther, "--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'");
+  held.push_back(cluster().submit("--gres=gpu:v100:2 -w v100-1 --wrap 'sleep 600'", nullptr, kOther));
+  const unsigned one = cluster().submit("--gres=gpu:v100:1 -w v100-1 --wrap 'sleep 600'", nullptr, kOther);
   held.push_back(one);
   for (unsigned j : held) {
     CPPUNIT_ASSERT(j > 0);
@@ -107,8 +103,8 @@ struct LongJobThenShortOne {
                               " --ring-iters=1000000 --open-mode=append -o " + out + " " + script, d.path(), &msg);
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
-    short_job = submit_as(kOther, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                 " --ring-iters=20 --wrap 'sleep 15'", &msg);
+    short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                 " --ring-iters=20 --wrap 'sleep 15'", &msg, kOther);
     CPPUNIT_ASSERT_MESSAGE(msg, short_job > 0);
     CPPUNIT_ASSERT_MESSAGE(cluster().job_field(job, "UserId"), contains(cluster().job_field(job, "UserId"), kOwner));
     CPPUNIT_ASSERT_MESSAGE(cluster().job_field(short_job, "UserId"),
@@ -188,8 +184,8 @@ class SlurmElasticTest : public CppUnit::TestFixture {
                            SlurmTestCluster::wait_for([&] { return world_now() == 2; }, 120));
 
     // A fixed ring job wants one v100 and none is free: the planner shrinks the elastic job to 1.
-    const unsigned fixed = submit_as(kOther, "--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
-                                            " --wrap 'sleep 600'", &msg);
+    const unsigned fixed = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
+                                            " --wrap 'sleep 600'", &msg, kOther);
     CPPUNIT_ASSERT_MESSAGE(msg, fixed > 0);
     CPPUNIT_ASSERT_MESSAGE("not shrunk to 1: " + story(),
                            SlurmTestCluster::wait_for([&] { return world_now() == 1 && world_trail(read_loss(loss)) == "1 2 1"; }, 120));
@@ -205,9 +201,9 @@ class SlurmElasticTest : public CppUnit::TestFixture {
   }
 
   // Preemption (Preempt=yes, the default): a fixed-size ring job under ringrun that says it runs
-  // long holds the one v100; another user's short fixed-size ring job arrives. The planner asks the long one
-  // to stop (AdminComment), ringrun checkpoints and requeues it, the short one runs, and the long
-  // one resumes from its checkpoint once the plan starts it again, and loses nothing.
+  // long holds the one v100; another user's short fixed-size ring job arrives. The planner asks
+  // the long one to stop (AdminComment), ringrun checkpoints and requeues it, the short one runs,
+  // and the long one resumes from its checkpoint once the plan starts it again, and loses nothing.
   void testLongJobStoppedForShortOneAndResumed() {
     LongJobThenShortOne s;
     const unsigned job = s.job, short_job = s.short_job;
