@@ -26,8 +26,12 @@ class SlurmTestCluster {
   std::string slurmctld_log() const { return dir_ + "/log/slurmctld.log"; }
 
   CommandResult run(const std::string& command) const;
-  // The ordinary user whose jobs submit() makes by default (made with the cluster). Tests that
-  // need owners apart pick others (ringtest1, ringtest2: ensure_user).
+  // The ordinary users of the tests, one list so that every program agrees (and the CI machine
+  // gains three accounts, not one per program). kSiteUser owns submit()'s jobs by default (made
+  // with the cluster); tests that need owners apart use kOwner (the jobs under test) and kOther
+  // (a second user who competes or interferes), made with ensure_user().
+  static constexpr const char* kOwner = "ringtest1";
+  static constexpr const char* kOther = "ringtest2";
   static constexpr const char* kSiteUser = "ringtest3";
   // sbatch --parsable -o /dev/null ... as `user`, an ordinary user, from "/": the job id, or 0
   // (and `out` holds the error) when rejected. Jobs are users' work; root only acts as the admin.

@@ -30,8 +30,9 @@ namespace {
 const std::string kRingrun = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun";
 const std::string kTrain = std::string(RINGSCHED_BUILDDIR) + "/wrapper/ringrun-train";
 constexpr long kSteps = 400;  // about 90 s at 1 GPU, mostly after the two resizes
-const char* kOwner = "ringtest1";  // owns the ring jobs under test
-const char* kOther = "ringtest2";  // owns the jobs that hold GPUs, and the short job
+// kOwner owns the ring jobs under test; kOther the jobs that hold GPUs, and the short job.
+constexpr const char* kOwner = SlurmTestCluster::kOwner;
+constexpr const char* kOther = SlurmTestCluster::kOther;
 
 SlurmTestCluster& cluster() { return SlurmTestCluster::get("test_slurm_elastic", true); }
 

@@ -29,8 +29,8 @@ using ringtest::SlurmTestCluster;
 
 namespace {
 
-const char* kOwner = "ringtest1";
-const char* kOther = "ringtest2";
+constexpr const char* kOwner = SlurmTestCluster::kOwner;
+constexpr const char* kOther = SlurmTestCluster::kOther;
 
 SlurmTestCluster& cluster() {
   static SlurmTestCluster& c = [] () -> SlurmTestCluster& {

@@ -17,7 +17,7 @@
 
 namespace {
 
-const char* kOwner = "ringtest1";
+constexpr const char* kOwner = ringtest::SlurmTestCluster::kOwner;
 const std::string kPython = RINGSCHED_PYTHON;
 // test_torch's horizon. The tolerance holds there, not much further: float32's summation order
 // alone moves this CNN's parameters apart as training goes on, whatever the backend (one rank

@@ -25,7 +25,7 @@
 
 namespace {
 
-const char* kOwner = "ringtest1";
+constexpr const char* kOwner = ringtest::SlurmTestCluster::kOwner;
 
 }  // namespace
 
