@@ -14,10 +14,13 @@
 # model's one-v100 speed from the profile. Models whose one-v100 speed exceeds 30 iterations/s
 # are left out (the emulation cannot follow iterations shorter than the machine's scheduling
 # noise). Sizes are capped at 4 GPUs (one node) for both sides.
+# Run as root (it starts the daemons), the jobs are ordinary users' on both sides (ringjobs.sh
+# run --as-users: ring-USER per trace user, removed at the end); the run folder is then one they
+# can enter (./.run, or a new /tmp/ringsched-ab.* when the checkout is private).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # The timeout is per side: stock Slurm puts some long jobs on one K80 and needs about 17 minutes.
-jobs=32 builddir=${RINGSCHED_BUILDDIR:-$repo/build} timeout=1800 out=$repo/.run/ab
+jobs=32 builddir=${RINGSCHED_BUILDDIR:-$repo/build} timeout=1800 out=""
 ARRIVAL_SPAN_S=${ARRIVAL_SPAN_S:-120} MIN_S=${MIN_S:-20} MAX_S=${MAX_S:-150}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -34,8 +37,16 @@ builddir=$(cd "$builddir" && pwd)
 profiles=$repo/data/profiles/gavel.csv
 src=$repo/../shared/data/gavel/philly_vc_jobs_seed0.csv
 [ -f "$src" ] || { echo "ab_slurm: $src missing (the shared data folder beside the checkout)" >&2; exit 1; }
+as_users=()
+if [ "$(id -u)" -eq 0 ]; then
+  as_users=(--as-users)
+  base=$("$repo/scripts/ringjobs.sh" workdir "$repo/.run" ringsched-ab)
+else
+  base=$repo/.run
+fi
+out=${out:-$base/ab}
 mkdir -p "$out"
-export RINGSCHED_CLUSTER_DIR=${RINGSCHED_CLUSTER_DIR:-$repo/.run/ab-cluster}
+export RINGSCHED_CLUSTER_DIR=${RINGSCHED_CLUSTER_DIR:-$base/ab-cluster}
 
 # 1. The workload.
 "$builddir/sim/ringsim" trace gavel "$src" -o "$out/gavel-full.csv" --max-gpus 4 --limit 2000 >/dev/null
@@ -60,14 +71,19 @@ echo "ab_slurm: workload $out/trace.csv: $(($(wc -l < "$out/trace.csv") - 1)) jo
 
 # 2. Stock Slurm, then ringsched, on the same cluster definition.
 RINGSCHED_PROFILES=$profiles "$repo/scripts/ringjobs.sh" conf 4 > "$RINGSCHED_CLUSTER_DIR.ringsched.conf"
-trap '"$repo/scripts/testcluster.sh" down >/dev/null 2>&1 || true' EXIT
+teardown() {
+  "$repo/scripts/testcluster.sh" down >/dev/null 2>&1 || true
+  "$repo/scripts/ringjobs.sh" remove-users "$out/stock" "$out/ringsched"
+}
+trap teardown EXIT
 for mode in stock ringsched; do
   mkdir -p "$RINGSCHED_CLUSTER_DIR"
   cp "$RINGSCHED_CLUSTER_DIR.ringsched.conf" "$RINGSCHED_CLUSTER_DIR/ringsched.conf"
   if [ $mode = stock ]; then "$repo/scripts/testcluster.sh" up --no-plugins --builddir="$builddir"
   else "$repo/scripts/testcluster.sh" up --plugins --builddir="$builddir"; fi
   eval "$("$repo/scripts/testcluster.sh" env)"
-  "$repo/scripts/ringjobs.sh" run --trace "$out/trace.csv" --mode $mode --out "$out/$mode" --builddir "$builddir" --timeout "$timeout"
+  "$repo/scripts/ringjobs.sh" run --trace "$out/trace.csv" --mode $mode --out "$out/$mode" --builddir "$builddir" --timeout "$timeout" \
+    "${as_users[@]}"
 done
 
 # 3. The comparison, from this one run.

@@ -10,6 +10,10 @@
 #     missing, and then listed in DIR/users-created). The programs are staged in DIR/stage; each
 #     job's checkpoints and log are its user's alone. DIR must be a folder those users can enter.
 #   ringjobs.sh table DIR         the JCT table and the summary of a finished run
+#   ringjobs.sh workdir DIR PREFIX  print a folder for a run as users: DIR (made, mode 755) when
+#                                 ordinary users can enter it, else a new /tmp/PREFIX.XXXXXX (the
+#                                 checkout is below a private folder such as root's home)
+#   ringjobs.sh remove-users DIR...  remove (userdel -r) the users that runs in DIR... made
 #   ringjobs.sh conf MAX_GPUS     print the ringsched.conf of a time-compressed run (the demo and
 #                                 the A/B run): replanning every 3 s, resizes paying off within
 #                                 seconds; PlanFile in $RINGSCHED_CLUSTER_DIR
@@ -64,13 +68,23 @@ cmd_run() {
       die "run: --as-users: ordinary users cannot enter $out (a folder above it is private); pick another --out"
     "$repo/scripts/stage-programs.sh" "$builddir" "$out/stage"
     ringrun=$out/stage/ringrun train=$out/stage/ringrun-train pythonpath=$out/stage/site digits=$out/stage/train_digits.py
-    cp "$profiles" "$out/stage/profiles.csv" && chmod 644 "$out/stage/profiles.csv"
-    profiles=$out/stage/profiles.csv
+    # The staged gavel.csv unless the run names other profiles.
+    if [ "$profiles" -ef "$repo/data/profiles/gavel.csv" ]; then
+      profiles=$out/stage/gavel.csv
+    else
+      cp "$profiles" "$out/stage/profiles.csv" && chmod 644 "$out/stage/profiles.csv"
+      profiles=$out/stage/profiles.csv
+    fi
   fi
 
   # Validate the whole trace before submitting anything.
+  # With --as-users the user column names the account ring-USER (ensure_user): lower-case letters,
+  # digits, '_' and '-' (trace users are often hashes such as 0e4a51), at most 27 characters.
   awk -F, -v users=$as_users 'NR == 1 { next } /^#/ || NF == 0 { next }
-    NF < 5 || $2 !~ /^[0-9.]+$/ || (users && NF >= 9 && $9 != "" && ($9 !~ /^[a-z][a-z0-9_-]*$/ || length($9) > 27)) ||
+    users && NF >= 9 && $9 != "" && ($9 !~ /^[a-z0-9][a-z0-9_-]*$/ || length($9) > 27) {
+      printf "ringjobs: %s line %d: user \"%s\" cannot name an account ring-USER (a-z, 0-9, _ and -, " \
+             "at most 27 characters)\n", FILENAME, NR, $9 > "/dev/stderr"; bad = 1; next }
+    NF < 5 || $2 !~ /^[0-9.]+$/ ||
     $4 !~ /^[0-9]+$/ || $5 !~ /^[0-9]+$/ || $3 !~ /^[A-Za-z0-9_.-]+$/ ||
     $1 !~ /^[A-Za-z0-9_.-]+$/ || (NF >= 7 && ($6 !~ /^[0-9]+$/ || $7 !~ /^[0-9]+$/)) {
       printf "ringjobs: %s line %d: malformed row: %s\n", FILENAME, NR, $0 > "/dev/stderr"; bad = 1 }
@@ -295,10 +309,36 @@ MaxGpusPerJob=$max
 CONF
 }
 
+# A folder the jobs' ordinary users can enter: the wanted one, or a fresh one in /tmp.
+cmd_workdir() {
+  local want=${1:-} prefix=${2:-}
+  [ -n "$want" ] && [[ $prefix =~ ^[A-Za-z0-9._-]+$ ]] || die "workdir: usage: workdir DIR PREFIX"
+  mkdir -p "$want" && chmod 755 "$want"
+  if runuser -u nobody -- test -x "$want"; then
+    (cd "$want" && pwd)
+  else
+    local d
+    d=$(mktemp -d "/tmp/$prefix.XXXXXX") && chmod 755 "$d" && echo "$d"
+  fi
+}
+
+# The users that `run --as-users` made (DIR/users-created), removed with their homes.
+cmd_remove_users() {
+  local dir u
+  for dir in "$@"; do
+    for u in $(cat "$dir/users-created" 2>/dev/null); do
+      [[ $u =~ ^ring- ]] || continue  # only names ensure_user made
+      userdel -r "$u" >/dev/null 2>&1 || true
+    done
+  done
+}
+
 case ${1:-} in
   run) shift; cmd_run "$@" ;;
+  workdir) shift; cmd_workdir "$@" ;;
+  remove-users) shift; cmd_remove_users "$@" ;;
   conf) shift; cmd_conf "$@" ;;
   table) shift; cmd_table "$@" ;;
   -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
-  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] [--as-users] | table DIR | conf MAX_GPUS | --help" >&2; exit 2 ;;
+  *) echo "usage: $(basename "$0") run --trace FILE --mode ringsched|stock --out DIR [--builddir DIR] [--timeout S] [--as-users] | table DIR | conf MAX_GPUS | workdir DIR PREFIX | remove-users DIR... | --help" >&2; exit 2 ;;
 esac

@@ -42,12 +42,8 @@ log "3/5 local heterogeneous cluster with ringsched"
 # The jobs are ordinary users' (ring-alice, ring-bob, ...: the trace's user column), who must be
 # able to enter the run folder and read the cluster's slurm.conf; a checkout below a private
 # folder (root's home) runs both in /tmp.
-base=$top/.run
-mkdir -p "$base" && chmod 755 "$base"
-if ! runuser -u nobody -- test -x "$base"; then
-  base=$(mktemp -d /tmp/ringsched-demo.XXXXXX) && chmod 755 "$base"
-  log "the checkout is private to its owner: the cluster and the run are in $base"
-fi
+base=$(scripts/ringjobs.sh workdir "$top/.run" ringsched-demo)
+[ "$base" = "$top/.run" ] || log "the checkout is private to its owner: the cluster and the run are in $base"
 export RINGSCHED_CLUSTER_DIR=$base/demo-cluster
 mkdir -p "$RINGSCHED_CLUSTER_DIR"
 scripts/ringjobs.sh conf 8 > "$RINGSCHED_CLUSTER_DIR/ringsched.conf"
@@ -55,9 +51,7 @@ run=$base/demo
 teardown() {
   [ $keep = 1 ] && return
   scripts/testcluster.sh down >/dev/null 2>&1 || true
-  # The users this run made (ringjobs.sh --as-users lists them), and their homes.
-  local u
-  for u in $(cat "$run/result/users-created" 2>/dev/null); do userdel -r "$u" >/dev/null 2>&1 || true; done
+  scripts/ringjobs.sh remove-users "$run/result"  # the users this run made, and their homes
 }
 trap teardown EXIT
 scripts/testcluster.sh up --plugins --builddir="$top/build"
