@@ -112,7 +112,9 @@ double CsvFile::number(const CsvRow& row, int col) const {
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+  // strtod also reads hexadecimal ("0x10" = 16): no CSV of ours means that.
+  if (s.empty() || end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
+      s.find_first_of("xX") != std::string::npos)
     fail(row, "column '" + header_[col] + "': not a finite number: '" + s + "'");
   return v;
 }

@@ -141,6 +141,9 @@ const Node* Cluster::find(const std::string& node) const {
 
 namespace {
 
+constexpr double kMaxItersPerS = 1e9;
+constexpr double kMaxGlobalBatch = 1e9;
+
 void check_point(const ProfilePoint& p, const std::string& where, int line) {
   auto bad = [&](const std::string& what) {
     if (line > 0) throw InputError(where, line, what);
@@ -149,9 +152,13 @@ void check_point(const ProfilePoint& p, const std::string& where, int line) {
   if (p.model.empty()) bad("empty model name");
   if (p.gpu_type.empty()) bad("empty gpu_type");
   if (p.num_gpus <= 0 || p.num_gpus > 100000) bad("num_gpus must be 1..100000");
-  if (!(p.global_batch >= 0) || !std::isfinite(p.global_batch)) bad("global_batch must be >= 0");
-  if (!(p.iters_per_s > 0) || !std::isfinite(p.iters_per_s))
-    bad("iters_per_s must be a positive finite number for " + p.model + " on " + p.gpu_type);
+  // Upper bounds far above any real step (a GPU launches ~1e5 kernels per second), low enough
+  // that the model's products and extrapolations stay finite: 1e300 it/s made its fitted
+  // curve NaN, an error that named neither the file nor the line.
+  if (!(p.global_batch >= 0) || !(p.global_batch <= kMaxGlobalBatch))
+    bad("global_batch must be 0..1e9");
+  if (!(p.iters_per_s > 0) || !(p.iters_per_s <= kMaxItersPerS))
+    bad("iters_per_s must be a positive number up to 1e9 for " + p.model + " on " + p.gpu_type);
 }
 
 bool same_key(const ProfilePoint& a, const ProfilePoint& b) {

@@ -44,6 +44,20 @@ Engine::Engine(const ringsched::Cluster& cluster, const Trace& trace, const ring
       throw InputError(trace_.source, j.line,
                        "job " + j.id + " asks for " + std::to_string(j.gpus) + " GPUs; the cluster has " +
                            std::to_string(capacity) + " of the types model '" + j.model + "' is profiled on");
+    // Its fastest size on its fastest type (sizes: min, the powers of two between, max).
+    double best = 0;
+    for (const std::string& t : types) {
+      int hi = std::min(j.max_gpus, cluster_.gpus_of_type(t));
+      for (int n = j.min_gpus; n <= hi; n = n < hi && 2 * n > hi ? hi : 2 * n)
+        best = std::max(best, truth_.iters_per_s(j.model, t, n));
+    }
+    if (best > 0 && !(j.iterations / best <= kMaxAloneS)) {  // 0: runs only over mixed types
+      std::ostringstream m;
+      m << "job " << j.id << ": " << j.iterations << " iterations of '" << j.model << "' take "
+        << j.iterations / best << " s even at its fastest size; ringsim simulates jobs of up to "
+        << kMaxAloneS << " s (3 years) alone";
+      throw InputError(trace_.source, j.line, m.str());
+    }
     allowed_.push_back(types);
   }
   std::vector<ringsched::PlacementLocality::Job> placed;

@@ -340,7 +340,7 @@ int cmd_trace(int argc, char** argv) {
   o.models = split_list(str_opt(a, "--models"));
   o.time_scale = number_opt(a, "--time-scale", 1, 1e-6, 1e6);
   o.limit = static_cast<long>(number_opt(a, "--limit", 0, 0, 1e9));
-  o.jobs_per_hour = number_opt(a, "--jobs-per-hour", 0, 0, 1e9);
+  o.jobs_per_hour = number_opt(a, "--jobs-per-hour", 0, 1e-6, 1e9);  // 0: not given
   ImportReport rep;
   Trace t;
   if (kind == "synth") {

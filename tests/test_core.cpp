@@ -84,6 +84,9 @@ class CoreTest : public CppUnit::TestFixture {
         {"m,v100,1,32,abc\n", "not a finite number"},
         {"m,v100,1\n", "expected 5 fields"},
         {",v100,1,32,1\n", "model"},
+        {"m,v100,1,32,1e300\n", "iters_per_s"},  // finite, but the fitted curve was NaN
+        {"m,v100,1,1e300,1\n", "global_batch"},
+        {"m,v100,1,32,0x10\n", "not a finite number"},  // strtod reads hexadecimal
     };
     for (const Case& c : cases) {
       std::string path = dir.write("p.csv", std::string(header) + "m,v100,2,32,3\n" + c.row);

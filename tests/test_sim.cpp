@@ -201,6 +201,8 @@ class SimTest : public CppUnit::TestFixture {
         {"a,0,m,0,10\n", 2, "gpus"},
         {"a,0,m,1,10\na,1,m,1,10\n", 3, "repeats"},
         {"a,0,m,1,ten\n", 2, "iterations"},
+        {"a,1e300,m,1,10\n", 2, "1e12"},  // a round added to such a clock changes nothing
+        {"a,0x10,m,1,10\n", 2, "submit_s"},
     };
     for (const Case& c : cases) {
       std::string p = d.write("t.csv", head + c.body);
@@ -220,6 +222,14 @@ class SimTest : public CppUnit::TestFixture {
     InputError e2 = input_error_of([&] { Engine(cl, big, tm, SimConfig()); });
     CPPUNIT_ASSERT_EQUAL(2, e2.line());
     CPPUNIT_ASSERT(contains(e2.what(), "8 GPUs"));
+    // A job of centuries (1e30 iterations planned a round every 300 s without end), and one
+    // just within the bound (1e8 s alone at its 1 GPU) that the engine takes.
+    Trace endless = Trace::load_csv(d.write("e.csv", head + "a,0,m,1,10\nb,1,m,1,1e30\n"));
+    InputError e4 = input_error_of([&] { Engine(cl, endless, tm, SimConfig()); });
+    CPPUNIT_ASSERT_EQUAL(3, e4.line());
+    CPPUNIT_ASSERT_MESSAGE(e4.what(), contains(e4.what(), "fastest size"));
+    Trace longest = Trace::load_csv(d.write("l.csv", head + "a,0,m,1,1e8\n"));
+    Engine(cl, longest, tm, SimConfig());
     // Bad rows in the public trace format: file and line.
     std::string g = d.write("g.csv", "vc,job_type,total_steps,arrival_time_s,scale_factor\n"
                                      "v,ResNet-18 (batch size 16),100,0,1\nv,ResNet-18 (batch size 16),100,1,-2\n");
