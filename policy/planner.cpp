@@ -401,6 +401,59 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
     if (!pp.jobs.empty()) {
       PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
+      if (config_.lend_valuation && !floor_capped.empty()) {
+        // The capped late jobs with their whole floor, over nodes where their types have it free.
+        // Only where the whole floor over nodes (the allocator's pick among free GPUs, with the
+        // placement's locality charge) runs the job faster than the capped floor on one node:
+        // lending is for a job that gains from the spread (Gavel's V100 rings measured inside
+        // one server mostly lose to it), and each try is a second placement of every job.
+        std::vector<size_t> maybe;
+        for (size_t k = 0; k < known_todo.size(); ++k) {
+          int i = known_todo[k];
+          if (floor_capped.count(i) &&
+              free_gpus.free_of(pp.jobs[k].allowed_types) >= std::min(counts[i], fair_floor[i]))
+            maybe.push_back(k);
+        }
+        std::vector<char> late(known_todo.size(), 0);
+        if (!maybe.empty()) {
+          std::vector<PlacementLocality::Job> lj;
+          for (size_t k : maybe) lj.push_back({pp.jobs[k].model, pp.jobs[k].allowed_types});
+          PlacementLocality locality(cluster, model, lj);
+          for (size_t c = 0; c < maybe.size(); ++c) {
+            const size_t k = maybe[c];
+            const int i = known_todo[k], whole = std::min(counts[i], fair_floor[i]);
+            double capped = floor_speed(model, pp.jobs[k].model, pp.jobs[k].allowed_types, free_gpus,
+                                        floor_capped[i]);
+            for (const std::string& t : pp.jobs[k].allowed_types) {
+              std::vector<Placement> pl;
+              if (!take_of_type(free_gpus, t, whole, pl)) continue;
+              std::map<std::string, int> on;
+              for (const Placement& p : pl) {
+                on[p.node] += p.gpus;
+                free_gpus.take_at(nodes.find(p.node), -p.gpus);  // a trial: given back at once
+              }
+              if (model.iters_per_s(pp.jobs[k].model, t, whole) * locality.factor(static_cast<int>(c), on) >
+                  capped)
+                late[k] = 1;
+            }
+          }
+        }
+        PlacementProblem spread = pp;
+        for (size_t k = 0; k < late.size(); ++k)
+          if (late[k]) spread.jobs[k].min_gpus = std::min(counts[known_todo[k]], fair_floor[known_todo[k]]);
+        if (std::count(late.begin(), late.end(), 1) > 0) {
+          PlacementResult alt = place_hetero(spread, seed, config_.samples, config_.seed);
+          if (lend_gain(pr, alt, late) > 0) {
+            pr = std::move(alt);
+            for (size_t k = 0; k < late.size(); ++k)
+              if (late[k]) {
+                floor_capped.erase(known_todo[k]);
+                floor_note[known_todo[k]] += "; its whole floor over nodes: the others get back "
+                                             "what they lend it when it ends";
+              }
+          }
+        }
+      }
       std::vector<char> held_back(known_todo.size(), 0);
       held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, config_.preempt, pr);
       for (size_t k = 0; k < known_todo.size(); ++k) {

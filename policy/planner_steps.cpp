@@ -3,6 +3,7 @@
 #include "planner_steps.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "ringsched/doubling.h"
@@ -90,6 +91,30 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
         break;
       }
   return out;
+}
+
+double lend_gain(const PlacementResult& capped, const PlacementResult& spread,
+                 const std::vector<char>& late) {
+  double h = 0;
+  for (size_t k = 0; k < late.size(); ++k) {
+    if (!late[k]) continue;
+    if (spread.jobs[k].total <= 0) return -std::numeric_limits<double>::infinity();
+    h = std::max(h, spread.jobs[k].finish_s);
+  }
+  double gain = 0;
+  for (size_t k = 0; k < late.size(); ++k) {
+    const JobPlacement &a = capped.jobs[k], &b = spread.jobs[k];
+    if (late[k]) {
+      gain += a.total > 0 ? a.finish_s - b.finish_s : h;
+    } else if (a.total > 0 && b.total > 0) {
+      if (a.iters_per_s > 0) gain -= std::min({h, a.finish_s, b.finish_s}) * (1 - b.iters_per_s / a.iters_per_s);
+    } else if (a.total > 0) {
+      gain -= h;
+    } else if (b.total > 0) {
+      gain += std::min(h, b.finish_s);
+    }
+  }
+  return gain;
 }
 
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ringsched/free_gpus.h"
+#include "ringsched/placement.h"
 #include "ringsched/planner.h"
 
 namespace ringsched {
@@ -75,6 +76,15 @@ double floor_speed(const ThroughputModel& model, const std::string& name,
 std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,
                                            const std::vector<std::string>& types, const FreeGpus& free,
                                            int lo, int floor, double speed);
+
+// PlannerConfig::lend_valuation: what the late jobs (late[k]) gain from the placement `spread`
+// over `capped`, less what the other jobs lose while the late jobs hold the GPUs, in seconds
+// (> 0: spread is better; -infinity if a late job does not run in spread). Horizon h: the last
+// late job's finish in spread; then the GPUs return. A job that runs slower loses
+// h x (1 - its speed ratio) (up to its own finish), one that waits in spread only loses h, one
+// that runs in spread only gains its run up to h.
+double lend_gain(const PlacementResult& capped, const PlacementResult& spread,
+                 const std::vector<char>& late);
 
 // The starvation bound (PlannerConfig::late_factor): the size elastic job j is admitted at
 // instead of its minimum `lo`, or 0. It applies when, run at its minimum from now on, the job

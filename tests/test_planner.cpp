@@ -73,6 +73,7 @@ class PlannerTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(mixedTypeJobMovesToOneIdleType);
   CPPUNIT_TEST(lateJobsFairFloorNotOnlyOnSlowTypes);
   CPPUNIT_TEST(lateJobAdmittedAtItsRequestedSize);
+  CPPUNIT_TEST(lentGpusComeBack);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -562,6 +563,52 @@ class PlannerTest : public CppUnit::TestFixture {
     bad.late_factor = 2;
     bad.late_share = 1.5;
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+  }
+
+  // PlannerConfig::lend_valuation. The snapshot above (a late job asking for 8, 63 longer
+  // 1-GPU jobs on 16 nodes of 4 V100s), for every Gavel model that 8 GPUs run faster than 4: off,
+  // its floor is capped at one node (4); on, it gets the whole 8 over two nodes exactly when
+  // that finishes it sooner than 4 on one node (with the placement's locality charge), and
+  // then the longer jobs lose nothing: as many of them run.
+  void lentGpusComeBack() {
+    Cluster c;
+    for (int i = 0; i < 16; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    ThroughputModel m(gavel());
+    int spread = 0, kept = 0;
+    for (const std::string& model : gavel().models()) {
+      if (!gavel().has(model, "v100") || !(m.iters_per_s(model, "v100", 8) > m.iters_per_s(model, "v100", 4)))
+        continue;
+      Snapshot s;
+      s.cluster = c;
+      s.now_s = 100;
+      s.jobs = {job("late", model, 1, 32, 2e4)};
+      s.jobs[0].requested_gpus = 8;
+      for (int k = 0; k < 63; ++k) s.jobs.push_back(job("long" + std::to_string(k), "resnet50-b64", 1, 32, 1e7));
+      PlannerConfig cfg;
+      cfg.costs.min_gain_multiple = 0;
+      Plan off = Planner(m, cfg).plan(s);
+      cfg.lend_valuation = true;
+      Plan on = Planner(m, cfg).plan(s);
+      check_capacity(on, c);
+      const JobPlan &a = off.jobs[0], &b = on.jobs[0];
+      if (!contains(a.reason, "its floor is 4, the most one node")) continue;  // not capped
+      auto running = [](const Plan& p) {
+        int k = 0;
+        for (const JobPlan& jp : p.jobs) k += jp.runs;
+        return k;
+      };
+      if (b.gpus == 8) {
+        ++spread;
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model + ": " + b.reason, size_t{2}, b.placement.size());
+        CPPUNIT_ASSERT_MESSAGE(model + ": " + b.reason, contains(b.reason, "whole floor over nodes"));
+        CPPUNIT_ASSERT_MESSAGE(model, b.predicted_finish_s < a.predicted_finish_s);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model, running(off), running(on));
+      } else {
+        ++kept;
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model + ": " + b.reason, a.gpus, b.gpus);
+      }
+    }
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(kept) + " kept", spread > 0);
   }
 
   // A running 4-GPU job held as 2 + 2 on two 4-GPU V100 nodes (grown while only scattered GPUs

@@ -166,6 +166,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.planner.late_factor = v.number(0, 1000);
     } else if (k == "lateshare") {
       c.planner.late_share = v.number(0, 1);
+    } else if (k == "lendvaluation") {
+      c.planner.lend_valuation = v.boolean();
     } else {
       throw InputError(path, line, "unknown key '" + key.substr(0, 60) + "'");
     }
