@@ -405,8 +405,8 @@ Plan Planner::plan(const Snapshot& snap) const {
         // The capped late jobs with their whole floor, over nodes where their types have it free.
         // Only where the whole floor over nodes (the allocator's pick among free GPUs, with the
         // placement's locality charge) runs the job faster than the capped floor on one node:
-        // lending is for a job that gains from the spread (Gavel's V100 rings measured inside
-        // one server mostly lose to it), and each try is a second placement of every job.
+        // lending is for a job that gains from the spread (most Gavel models run slower spread
+        // over V100 nodes than inside one), and each try is a second placement of every job.
         std::vector<size_t> maybe;
         for (size_t k = 0; k < known_todo.size(); ++k) {
           int i = known_todo[k];

@@ -62,7 +62,8 @@ Trace Trace::load_csv(const std::string& path) {
     if (!ids.insert(j.id).second) f.fail(row, "job_id '" + j.id + "' repeats");
     j.submit_s = f.number(row, c_submit);
     if (j.submit_s < 0) f.fail(row, "negative submit_s");
-    if (j.submit_s > kMaxSubmitS) f.fail(row, "submit_s above 1e12 s (Unix times in seconds fit; in milliseconds they do not)");
+    if (j.submit_s > kMaxSubmitS)
+      f.fail(row, "submit_s above 1e12 s (Unix times in seconds fit; in milliseconds they do not)");
     if (!t.jobs.empty() && j.submit_s < last_submit) {
       std::ostringstream m;
       m << "submit_s " << j.submit_s << " is before the previous row's " << last_submit

@@ -42,9 +42,10 @@ struct ImportReport {
 
 // Bounds of what ringsim simulates. The engine plans once per round interval (300 s by default)
 // while jobs run, so a job of centuries plans for hours (1e30 iterations: without end); real
-// traces stay far below (Philly's longest jobs run about 60 days, 5e6 s). It skips idle time, so
-// submit times may be Unix times in seconds, but at 1e300 a round added to the clock no longer
-// changes it (the simulation never ended); at 1e12 s a double still resolves 0.1 ms.
+// traces stay far below (the longest of Gavel's Philly durations, philly_job_distribution.csv:
+// 5,196,150 s, 60 days). It skips idle time, so submit times may be Unix times in seconds, but
+// at 1e300 a round added to the clock no longer changes it (the simulation never ended); at
+// 1e12 s a double still resolves 0.1 ms.
 constexpr double kMaxSubmitS = 1e12;
 constexpr double kMaxAloneS = 1e8;  // a job's run time alone at its fastest size: 3 years
 
@@ -52,9 +53,9 @@ struct Trace {
   std::string source;  // file it came from (error messages)
   std::vector<TraceJob> jobs;
 
-  // Strict reader: header with at least the five required columns; ids unique; submit_s
-  // within 0..kMaxSubmitS and non-decreasing; gpus, iterations positive; min <= gpus <= max. Every error
-  // names file and line.
+  // Strict reader: header with at least the five required columns; ids unique; submit_s within
+  // 0..kMaxSubmitS and non-decreasing; gpus, iterations positive; min <= gpus <= max. Every
+  // error names file and line.
   static Trace load_csv(const std::string& path);
   void save_csv(const std::string& path) const;
 };

@@ -191,8 +191,8 @@ unsigned SlurmTestCluster::submit_as(const std::string& user, const std::string&
 
 std::string SlurmTestCluster::stage_programs() const {
   const std::string stage = dir_ + "/stage";
-  const CommandResult r = shell(std::string("'") + RINGSCHED_SRCDIR + "/scripts/stage-programs.sh' '" + RINGSCHED_BUILDDIR +
-                                "' '" + stage + "'");
+  const CommandResult r = shell(std::string("'") + RINGSCHED_SRCDIR + "/scripts/stage-programs.sh' '" +
+                                RINGSCHED_BUILDDIR + "' '" + stage + "'");
   if (r.rc != 0) throw std::runtime_error("cannot stage the programs: " + r.out);
   return stage;
 }
