@@ -154,6 +154,8 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::vector<std::string> impossible(n);
   for (int i = 0; i < n; ++i) impossible[i] = why_impossible(snap.jobs[i], gpus_by_type);
 
+  NodeIndex nodes(cluster);
+
   // 1. How many GPUs each job gets.
   std::vector<int> counts(n, 0);
   std::vector<std::string> count_reason(n);
@@ -229,11 +231,8 @@ Plan Planner::plan(const Snapshot& snap) const {
     std::map<int, int> usable_of_group;
     for (const Node& nd : cluster.nodes)
       usable_of_group[group[n + type_position(cluster_types, nd.gpu_type)]] += nd.usable();
-    for (const auto& [g, usable] : usable_of_group) {
-      std::vector<int> members;  // this group's jobs, in policy order
-      for (int i : order)
-        if (group[i] == g || (group[i] < 0 && g == usable_of_group.begin()->first)) members.push_back(i);
-      if (members.empty()) continue;
+    // One doubling round over `members` (policy order) on `usable` GPUs.
+    auto count_round = [&](const std::vector<int>& members, int usable) {
       std::vector<DoublingJob> sub;
       std::vector<int> sub_order;
       for (int i : members) {
@@ -242,20 +241,29 @@ Plan Planner::plan(const Snapshot& snap) const {
       }
       DoublingResult dr = doubling_heuristic(sub, sub_order, usable, config_.costs, snap.now_s);
       for (size_t k = 0; k < members.size(); ++k) {
-        counts[members[k]] = dr.gpus[k];
-        count_reason[members[k]] = dr.reasons[k];
+        const int i = members[k];
+        counts[i] = dr.gpus[k];
+        count_reason[i] = dr.reasons[k];
         // The starvation bound's size is a floor as the fairness pass's is.
-        fair_floor[members[k]] = std::max(dr.fair_gpus[k], late_size[members[k]]);
-        if (late_size[members[k]] > 0 && dr.gpus[k] > 0) {
+        fair_floor[i] = std::max(dr.fair_gpus[k], late_size[i]);
+        if (late_size[i] > 0 && dr.gpus[k] > 0) {
           char factor[32];
           std::snprintf(factor, sizeof factor, "%g", config_.late_factor);
-          count_reason[members[k]] +=
-              "; admitted at " + std::to_string(late_size[members[k]]) +
-              " GPUs, not its minimum: there it would finish later than " + factor +
-              " x its fair share (its requested size alone) allows";
+          count_reason[i] += "; admitted at " + std::to_string(late_size[i]) +
+                             " GPUs, not its minimum: there it would finish later than " + factor +
+                             " x its fair share (its requested size alone) allows";
         }
       }
+    };
+    for (const auto& [g, usable] : usable_of_group) {
+      std::vector<int> members;  // this group's jobs, in policy order
+      for (int i : order)
+        if (group[i] == g || (group[i] < 0 && g == usable_of_group.begin()->first)) members.push_back(i);
+      if (!members.empty()) count_round(members, usable);
     }
+    // Each group was one pool: a set of its types that the jobs able to use only those types
+    // overfill gets a round of its own (planner_steps.h).
+    fit_counts_to_types(snap, views, cluster_types, nodes, order, counts, count_reason, count_round);
   } else {
     // Static and Hetero: requested sizes (clamped to the job's range). These policies never
     // resize or preempt: running jobs keep their GPUs before any pending job is considered.
@@ -283,7 +291,6 @@ Plan Planner::plan(const Snapshot& snap) const {
 
   // 2. Where: running jobs that keep their size keep their GPUs (Slurm cannot move a job without
   // a restart); the others are placed on what is left.
-  NodeIndex nodes(cluster);
   FreeGpus free_gpus(cluster);
   std::vector<bool> frozen(n, false);
   // Keeps running job i on the GPUs it holds, if they are still free.

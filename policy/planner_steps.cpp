@@ -3,6 +3,7 @@
 #include "planner_steps.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -130,6 +131,74 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
   const double at_lo = model.iters_per_s(j.model, type, lo);
   if (!(at_lo > 0)) return 0;
   return waited_s + j.remaining / at_lo > config.late_factor * config.fairness * alone_s ? late : 0;
+}
+
+int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
+                        const std::vector<std::string>& types, const NodeIndex& nodes,
+                        const std::vector<int>& order, std::vector<int>& counts,
+                        std::vector<std::string>& reasons, const CountRound& round) {
+  const size_t n = views.size(), nt = types.size();
+  if (nt < 2 || nt > 64) return 0;  // one type: the round's pool is that type
+  std::vector<long> usable_of_type(nt, 0);
+  for (const Node& nd : nodes.cluster.nodes) usable_of_type[type_position(types, nd.gpu_type)] += nd.usable();
+  std::vector<uint64_t> mask(n, 0);
+  std::map<uint64_t, long> demand_of_mask;  // GPUs counted for the jobs of each set of types
+  for (size_t i = 0; i < n; ++i) {
+    const Job& j = snap.jobs[i];
+    if (counts[i] > 0 && j.state == JobState::Running && counts[i] == j.current_gpus &&
+        !j.gpus_by_node.empty()) {
+      for (const auto& [t, g] : current_by_type(j, nodes))
+        if (g > 0) mask[i] |= uint64_t{1} << type_position(types, t);
+    } else {
+      for (const std::string& t : views[i].types) mask[i] |= uint64_t{1} << type_position(types, t);
+    }
+    if (counts[i] > 0) demand_of_mask[mask[i]] += counts[i];
+  }
+  const uint64_t all = nt == 64 ? ~uint64_t{0} : (uint64_t{1} << nt) - 1;
+  std::vector<uint64_t> sets;
+  if (nt <= 12) {
+    for (uint64_t s = 1; s < all; ++s) sets.push_back(s);
+  } else {
+    for (const auto& [m, d] : demand_of_mask)
+      if (m != all) sets.push_back(m);
+  }
+  // Small sets first; the jobs of a set planned alone keep their counts in a larger set's round
+  // (its GPUs less theirs), so no job is planned twice.
+  std::stable_sort(sets.begin(), sets.end(), [](uint64_t a, uint64_t b) {
+    return __builtin_popcountll(a) < __builtin_popcountll(b);
+  });
+  std::vector<char> settled(n, 0);
+  int changed = 0;
+  for (uint64_t s : sets) {
+    long demand = 0, cap = 0;
+    for (const auto& [m, d] : demand_of_mask)
+      if ((m & ~s) == 0) demand += d;
+    for (size_t p = 0; p < nt; ++p)
+      if (s >> p & 1) cap += usable_of_type[p];
+    if (demand <= cap) continue;
+    std::vector<int> members;
+    long left = cap;  // what the jobs of smaller sets planned already leave
+    for (int i : order) {
+      if (mask[i] == 0 || (mask[i] & ~s) != 0) continue;
+      if (settled[i]) left -= counts[i];
+      else members.push_back(i);
+    }
+    std::vector<int> before(members.size());
+    for (size_t k = 0; k < members.size(); ++k) before[k] = counts[members[k]];
+    round(members, static_cast<int>(std::max(0L, left)));
+    std::string on;
+    for (size_t p = 0; p < nt; ++p)
+      if (s >> p & 1) on += (on.empty() ? "" : ",") + types[p];
+    for (size_t k = 0; k < members.size(); ++k) {
+      const int i = members[k];
+      demand_of_mask[mask[i]] += counts[i] - before[k];
+      settled[i] = 1;
+      changed += counts[i] != before[k];
+      reasons[i] += "; counted again with the jobs that can run only on " + on +
+                    ": the first count gave them more than its " + std::to_string(cap) + " GPUs";
+    }
+  }
+  return changed;
 }
 
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {

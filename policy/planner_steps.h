@@ -4,6 +4,7 @@
 // node lookup and placement rows, the fairness floor's speed, and the starvation bound's size.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -97,6 +98,25 @@ double lend_gain(const PlacementResult& capped, const PlacementResult& spread,
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
                         const std::string& type, int lo, int want, int cap, double waited_s,
                         double alone_s);
+
+// One count round over `members` (job indices in policy order) on `usable` GPUs: sets their
+// counts, reasons and fairness floors (planner.cpp).
+using CountRound = std::function<void(const std::vector<int>& members, int usable)>;
+
+// The count round plans each group of types as one pool (planner.cpp), so jobs that can use only
+// some of a group's types may be given more GPUs than those types have: on a cluster with A100s
+// and T4s, a 16-GPU job kept all 16 A100s while a 1-GPU A100-only job of 277 s was counted
+// against the free T4s, found no GPU at placement, and waited 4,736 s (finish-time fairness 18x
+// where Tiresias's worst was 11.6x). For every set S of types (all of them up to 12 types; else
+// each job's own set), smallest first: when the jobs that can use only types of S were counted
+// more GPUs than S has, they get a round of their own (`round`, with its admission order,
+// hysteresis and starvation rules) on what S's GPUs hold less the jobs of smaller sets planned
+// so. A running job planned at its size keeps its GPUs (step 2), so it counts on their types
+// only. Returns how many jobs' counts it changed.
+int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
+                        const std::vector<std::string>& types, const NodeIndex& nodes,
+                        const std::vector<int>& order, std::vector<int>& counts,
+                        std::vector<std::string>& reasons, const CountRound& round);
 
 // A running job's GPUs per type (a node the cluster no longer lists counts as its current type).
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);

@@ -31,6 +31,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(runningJobsAreNotStoppedUnlessPreempt);
   CPPUNIT_TEST(fixedSizeJobIsNotMovedUnlessPreempt);
   CPPUNIT_TEST(fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose);
+  CPPUNIT_TEST(jobThatCanUseOneTypeGetsItBack);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -125,6 +126,39 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts, jp.runs);
       if (c.starts) CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("k80"), jp.placement.front().gpu_type);
       else CPPUNIT_ASSERT_MESSAGE(what, contains(jp.reason, "loses no more than it has waited"));
+    }
+  }
+
+  // A long elastic job that may use V100s or K80s holds all 8 V100s; a short 1-GPU job that may
+  // use only V100s arrives. The count round plans the V100s and K80s as one pool of 16, where
+  // both fit; the long job gives V100s back (it may run on fewer) so that the short one starts,
+  // unless it may not be resized (within its minimum interval, or not stoppable at its base).
+  void jobThatCanUseOneTypeGetsItBack() {
+    for (int mode : {0, 1, 2, 3}) {  // 0: preempt; 1: no preempt; 2: within the interval; 3: base 8, no preempt
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 10000;
+      Job l = job("long", "resnet50-b64", mode == 3 ? 8 : 1, 8, 1e7);
+      l.allowed_types = {"v100", "k80"};
+      make_running(l, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
+                   mode == 2 ? s.now_s - 10 : 0);
+      Job w = job("short", "resnet50-b64", 1, 1, 2000);
+      w.allowed_types = {"v100"};
+      w.submit_s = s.now_s;
+      s.jobs = {l, w};
+      Plan p = plan_checked(s, Policy::Combined, mode != 1 && mode != 3);
+      const JobPlan *lp = p.find("long"), *wp = p.find("short");
+      const std::string what = "mode " + std::to_string(mode) + ": long: " + lp->reason + "; short: " + wp->reason;
+      CPPUNIT_ASSERT_MESSAGE(what, lp->runs);
+      if (mode >= 2) {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp->gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, !wp->runs);
+        continue;
+      }
+      CPPUNIT_ASSERT_MESSAGE(what, wp->runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v100"), wp->placement.front().gpu_type);
+      CPPUNIT_ASSERT_MESSAGE(what, lp->gpus < 8);
+      CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "counted again with the jobs that can run only on v100"));
     }
   }
 };
