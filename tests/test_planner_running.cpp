@@ -32,6 +32,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(fixedSizeJobIsNotMovedUnlessPreempt);
   CPPUNIT_TEST(fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose);
   CPPUNIT_TEST(jobThatCanUseOneTypeGetsItBack);
+  CPPUNIT_TEST(shortArrivalIsNotHeldBehindLongerJob);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -159,6 +160,42 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v100"), wp->placement.front().gpu_type);
       CPPUNIT_ASSERT_MESSAGE(what, lp->gpus < 8);
       CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "counted again with the jobs that can run only on v100"));
+    }
+  }
+
+  // A 1-GPU job arrives on a full node: a long elastic job holds 2 GPUs, two fixed-size ones the
+  // others, one of which ends in 20 s. Shrinking the long job costs the sum of finish times more
+  // than the new job's wait, so the gain rule would hold it at 2. A job of 5 minutes, which a
+  // hold until the long job's next resize chance would make late by more than half its time
+  // alone, is not held behind it: it starts now. One of 3 hours waits the 20 s; and within the
+  // long job's minimum interval the short one waits too.
+  void shortArrivalIsNotHeldBehindLongerJob() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double per_s = m.iters_per_s(model, "v100", 1);
+    struct Case {
+      double alone_s;
+      bool too_soon, starts;
+    };
+    for (const Case& c : {Case{300, false, true}, Case{300, true, false}, Case{3 * 3600, false, false}}) {
+      Snapshot s;
+      s.cluster.nodes = {Node{"v100-1", "v100", 4}};
+      s.now_s = 10000;
+      Job l = job("long", model, 1, 2, 1e7);
+      make_running(l, plan_on({Placement{"v100-1", "v100", 2}}), c.too_soon ? s.now_s - 10 : 0);
+      Job e = fixed_job("ends", model, 1, 20 * per_s);
+      make_running(e, plan_on({Placement{"v100-1", "v100", 1}}), 0);
+      Job d = fixed_job("other", model, 1, 1e7);
+      make_running(d, plan_on({Placement{"v100-1", "v100", 1}}), 0);
+      Job w = fixed_job("new", model, 1, c.alone_s * per_s);
+      w.submit_s = s.now_s;
+      s.jobs = {l, e, d, w};
+      Plan p = plan_checked(s, Policy::Combined, false);
+      const JobPlan *lp = p.find("long"), *wp = p.find("new");
+      const std::string what = std::to_string(c.alone_s) + " s" + (c.too_soon ? ", within the interval" : "") +
+                               ": long: " + lp->reason + "; new: " + wp->reason;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts, wp->runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts ? 1 : 2, lp->gpus);
     }
   }
 };
