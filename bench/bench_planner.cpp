@@ -46,7 +46,6 @@ struct Options {
   std::string policy = "combined";
   int samples = -1;
   double late_factor = -1;  // PlannerConfig::late_factor (< 0: its default)
-  bool lend_valuation = false;
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
   std::string cluster;  // a cluster CSV instead of the generated clusters
   std::string plans;    // where to write the plans' decisions ("": nowhere)
@@ -58,7 +57,7 @@ void usage() {
       "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
       "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
       "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
-      "                     [--plans FILE] [--late-factor X] [--lend-valuation]\n"
+      "                     [--plans FILE] [--late-factor X]\n"
       "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count): the\n"
       "cell's first (cold) pass with its page faults and kernel ms, the same all-waiting snapshot\n"
       "planned again (first, median of R) and the steady state (median of R), and the growth\n"
@@ -67,7 +66,7 @@ void usage() {
       "GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus rows, as ringsim reads them)\n"
       "instead of --gpus; types without a profile run as v100.\n"
       "--late-factor X: combined's starvation bound (default 2; 0: off), which changes how many\n"
-      "jobs the synthetic snapshots run. --lend-valuation: PlannerConfig::lend_valuation on.\n"
+      "jobs the synthetic snapshots run.\n"
       "--plans FILE: every decision of each cell's first and first steady pass, numbers exact\n"
       "(compare two builds' files to check that a change keeps the decisions).\n");
 }
@@ -178,8 +177,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_planner: --late-factor takes a number >= 0, not %s\n", v);
         return 2;
       }
-    } else if (a == "--lend-valuation") {
-      o.lend_valuation = true;
     } else if (a == "--profiles") {
       o.profiles = next();
     } else if (a == "--cluster") {
@@ -232,7 +229,6 @@ int main(int argc, char** argv) {
     cfg.seed = o.seed;
     if (o.samples >= 0) cfg.samples = o.samples;
     if (o.late_factor >= 0) cfg.late_factor = o.late_factor;
-    cfg.lend_valuation = o.lend_valuation;
     Planner planner(ThroughputModel(table), cfg);
     std::FILE* plans = nullptr;
     if (!o.plans.empty() && !(plans = std::fopen(o.plans.c_str(), "w")))

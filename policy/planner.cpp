@@ -358,6 +358,9 @@ Plan Planner::plan(const Snapshot& snap) const {
     std::map<int, std::string> floor_note;
     // Late or behind jobs whose floor one node's free GPUs capped below their size (sparse).
     std::map<int, int> floor_capped;
+    // Late or behind jobs whose whole floor no node has free, but their types have: (index in
+    // pp.jobs, whole floor).
+    std::vector<std::pair<size_t, int>> over_nodes;
     // Fixed-size jobs whose types types_worth_starting_on() narrowed (their reason says why).
     std::vector<char> narrowed(n, 0);
     const std::string narrowed_note =
@@ -379,8 +382,12 @@ Plan Planner::plan(const Snapshot& snap) const {
       // Where only its slow types have room for the floor and fewer GPUs of a faster type would
       // run it faster, it runs on those types this round, from its minimum (floor_speed()).
       pj.allowed_types = views[i].types;
+      int over_nodes_whole = 0;
       if (j.elastic && fair_floor[i] > 0) {
-        int floor = std::min({counts[i], fair_floor[i], free_gpus.most_on_one_node(views[i].types)});
+        const int whole = std::min(counts[i], fair_floor[i]);
+        int floor = std::min(whole, free_gpus.most_on_one_node(views[i].types));
+        if (floor < whole && whole > pj.min_gpus && free_gpus.free_of(views[i].types) >= whole)
+          over_nodes_whole = whole;
         if (floor > pj.min_gpus) {
           double v = floor_speed(model, j.model, views[i].types, free_gpus, floor);
           std::vector<std::string> faster =
@@ -411,65 +418,27 @@ Plan Planner::plan(const Snapshot& snap) const {
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
       pj.current = j.gpus_by_node;
+      if (over_nodes_whole > 0) over_nodes.push_back({pp.jobs.size(), over_nodes_whole});
       pp.jobs.push_back(pj);
       seed.push_back(counts[i]);
       known_todo.push_back(i);
     }
     if (!pp.jobs.empty()) {
-      PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
-      if (config_.lend_valuation && !floor_capped.empty()) {
-        // The capped late jobs with their whole floor, over nodes where their types have it free.
-        // Only where the whole floor over nodes (the allocator's pick among free GPUs, with the
-        // placement's locality charge) runs the job faster than the capped floor on one node:
-        // lending is for a job that gains from the spread (most Gavel models run slower spread
-        // over V100 nodes than inside one), and each try is a second placement of every job.
-        std::vector<size_t> maybe;
-        for (size_t k = 0; k < known_todo.size(); ++k) {
-          int i = known_todo[k];
-          if (floor_capped.count(i) &&
-              free_gpus.free_of(pp.jobs[k].allowed_types) >= std::min(counts[i], fair_floor[i]))
-            maybe.push_back(k);
-        }
-        std::vector<char> late(known_todo.size(), 0);
-        if (!maybe.empty()) {
-          std::vector<PlacementLocality::Job> lj;
-          for (size_t k : maybe) lj.push_back({pp.jobs[k].model, pp.jobs[k].allowed_types});
-          PlacementLocality locality(cluster, model, lj);
-          for (size_t c = 0; c < maybe.size(); ++c) {
-            const size_t k = maybe[c];
-            const int i = known_todo[k], whole = std::min(counts[i], fair_floor[i]);
-            double capped = floor_speed(model, pp.jobs[k].model, pp.jobs[k].allowed_types, free_gpus,
-                                        floor_capped[i]);
-            for (const std::string& t : pp.jobs[k].allowed_types) {
-              std::vector<Placement> pl;
-              if (!take_of_type(free_gpus, t, whole, pl)) continue;
-              std::map<std::string, int> on;
-              for (const Placement& p : pl) {
-                on[p.node] += p.gpus;
-                free_gpus.take_at(nodes.find(p.node), -p.gpus);  // a trial: given back at once
-              }
-              if (model.iters_per_s(pp.jobs[k].model, t, whole) * locality.factor(static_cast<int>(c), on) >
-                  capped)
-                late[k] = 1;
-            }
-          }
-        }
-        PlacementProblem spread = pp;
-        for (size_t k = 0; k < late.size(); ++k)
-          if (late[k]) spread.jobs[k].min_gpus = std::min(counts[known_todo[k]], fair_floor[known_todo[k]]);
-        if (std::count(late.begin(), late.end(), 1) > 0) {
-          PlacementResult alt = place_hetero(spread, seed, config_.samples, config_.seed);
-          if (lend_gain(pr, alt, late) > 0) {
-            pr = std::move(alt);
-            for (size_t k = 0; k < late.size(); ++k)
-              if (late[k]) {
-                floor_capped.erase(known_todo[k]);
-                floor_note[known_todo[k]] += "; its whole floor over nodes: the others get back "
-                                             "what they lend it when it ends";
-              }
-          }
-        }
+      // A floor capped at one node's free GPUs is whole again, spread over nodes, where that runs
+      // the job faster than any size one node of its types holds (floors_faster_over_nodes()).
+      std::vector<FloorOverNodes> candidates;
+      for (const auto& [k, whole] : over_nodes)
+        candidates.push_back({pp.jobs[k].model, views[known_todo[k]].types, views[known_todo[k]].lo, whole});
+      for (size_t c : floors_faster_over_nodes(cluster, model, free_gpus, candidates)) {
+        const auto [k, whole] = over_nodes[c];
+        const int i = known_todo[k];
+        pp.jobs[k].min_gpus = whole;
+        pp.jobs[k].allowed_types = views[i].types;
+        floor_capped.erase(i);
+        floor_note[i] = "; its floor of " + std::to_string(whole) +
+                        " GPUs over nodes: there it runs faster than on any one node's free GPUs";
       }
+      PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
       std::vector<char> held_back(known_todo.size(), 0);
       held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, config_.preempt, pr);
       for (size_t k = 0; k < known_todo.size(); ++k) {

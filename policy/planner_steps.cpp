@@ -94,28 +94,43 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
   return out;
 }
 
-double lend_gain(const PlacementResult& capped, const PlacementResult& spread,
-                 const std::vector<char>& late) {
-  double h = 0;
-  for (size_t k = 0; k < late.size(); ++k) {
-    if (!late[k]) continue;
-    if (spread.jobs[k].total <= 0) return -std::numeric_limits<double>::infinity();
-    h = std::max(h, spread.jobs[k].finish_s);
-  }
-  double gain = 0;
-  for (size_t k = 0; k < late.size(); ++k) {
-    const JobPlacement &a = capped.jobs[k], &b = spread.jobs[k];
-    if (late[k]) {
-      gain += a.total > 0 ? a.finish_s - b.finish_s : h;
-    } else if (a.total > 0 && b.total > 0) {
-      if (a.iters_per_s > 0) gain -= std::min({h, a.finish_s, b.finish_s}) * (1 - b.iters_per_s / a.iters_per_s);
-    } else if (a.total > 0) {
-      gain -= h;
-    } else if (b.total > 0) {
-      gain += std::min(h, b.finish_s);
+std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
+                                             FreeGpus& free, const std::vector<FloorOverNodes>& candidates) {
+  // Only where the profile alone (a locality factor is at most 1) beats one node: the locality
+  // model is built over the whole cluster (11,000 nodes at 50,000 GPUs).
+  std::vector<std::pair<size_t, double>> maybe;  // (candidate, the best on one node)
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const FloorOverNodes& f = candidates[c];
+    double local = 0, bound = 0;
+    for (const std::string& t : f.types) {
+      const int room = std::min(f.whole, free.most_on_one_node({t}));
+      for (int n = std::max(1, f.lo); n <= room; n *= 2) local = std::max(local, model.iters_per_s(f.model, t, n));
+      if (free.free_of_type(t) >= f.whole) bound = std::max(bound, model.iters_per_s(f.model, t, f.whole));
     }
+    if (bound > local) maybe.push_back({c, local});
   }
-  return gain;
+  std::vector<size_t> out;
+  if (maybe.empty()) return out;
+  std::vector<PlacementLocality::Job> jobs;
+  for (const auto& [c, local] : maybe) jobs.push_back({candidates[c].model, candidates[c].types});
+  PlacementLocality locality(cluster, model, jobs);
+  for (size_t m = 0; m < maybe.size(); ++m) {
+    const auto [c, local] = maybe[m];
+    const FloorOverNodes& f = candidates[c];
+    double spread = 0;
+    for (const std::string& t : f.types) {
+      std::vector<Placement> pl;
+      if (!take_of_type(free, t, f.whole, pl)) continue;
+      std::map<std::string, int> on;
+      for (const Placement& p : pl) {
+        on[p.node] += p.gpus;
+        free.take_at(free.node_index(p.node), -p.gpus);  // a trial: given back at once
+      }
+      spread = std::max(spread, model.iters_per_s(f.model, t, f.whole) * locality.factor(static_cast<int>(m), on));
+    }
+    if (spread > local) out.push_back(c);
+  }
+  return out;
 }
 
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,

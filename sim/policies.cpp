@@ -400,7 +400,6 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   cfg.seed = opt.seed;
   cfg.fairness = opt.fairness;
   cfg.late_factor = opt.late_factor;
-  cfg.lend_valuation = opt.lend_valuation;
   cfg.spb_packing = false;
   cfg.use_similarity = true;
   std::string base = name;

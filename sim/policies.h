@@ -50,7 +50,6 @@ struct PolicyOptions {
   int window = 0;
   double fairness = ringsched::PlannerConfig{}.fairness;  // the planner's finish-time fairness bound
   double late_factor = ringsched::PlannerConfig{}.late_factor;  // the planner's starvation bound
-  bool lend_valuation = ringsched::PlannerConfig{}.lend_valuation;  // PlannerConfig's
   // Model similarity for the planner's unseen models (null: none; the planner then treats them
   // as it does without similarity).
   std::shared_ptr<const ringsched::SimilarityModel> similarity;

@@ -62,9 +62,6 @@ const char kUsage[] =
     "                         minimum would finish later than X x F x its time alone at its\n"
     "                         requested size starts at that size (at most 1/8 of the cluster)\n"
     "                         and is not shrunk while running (default 2; 0: off)\n"
-    "  --lend-valuation       combined: a late job whose floor one node capped may get its whole\n"
-    "                         floor over nodes when it gains more than the others lose until it\n"
-    "                         ends (their GPUs return then); default off\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -204,7 +201,7 @@ int cmd_run(int argc, char** argv) {
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
                        "--report", "--plots", "--fairness", "--late-factor"},
-                      {"--quiet", "--no-job-rows", "--no-event-planning", "--lend-valuation"});
+                      {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
   ringsched::Cluster cluster =
@@ -237,7 +234,6 @@ int cmd_run(int argc, char** argv) {
   po.window = static_cast<int>(number_opt(a, "--window", 0, 0, 1e9));
   po.fairness = number_opt(a, "--fairness", po.fairness, 0, 1e6);
   po.late_factor = number_opt(a, "--late-factor", po.late_factor, 0, 1e6);
-  po.lend_valuation = a.flags.count("--lend-valuation") > 0;
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

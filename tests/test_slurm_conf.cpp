@@ -184,21 +184,17 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, r.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, r.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, r.planner.late_share);
-    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_valuation, r.planner.lend_valuation);
     const RingschedConf f = RingschedConf::parse(
-        "ProfileFiles=p.csv\nFairness=1.5\nLateFactor=0\nLateShare=0.25\nLendValuation=yes\n", "x");
+        "ProfileFiles=p.csv\nFairness=1.5\nLateFactor=0\nLateShare=0.25\n", "x");
     CPPUNIT_ASSERT_EQUAL(1.5, f.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(0.0, f.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(0.25, f.planner.late_share);
-    CPPUNIT_ASSERT(f.planner.lend_valuation);
-    CPPUNIT_ASSERT(!RingschedConf::parse("ProfileFiles=p.csv\nLendValuation=no\n", "x").planner.lend_valuation);
     // The example an admin copies parses, and says what the defaults are.
     const RingschedConf ex = RingschedConf::load(std::string(RINGSCHED_SRCDIR) + "/etc/ringsched.conf.example");
     CPPUNIT_ASSERT(ex.planner.policy == ringsched::Policy::Combined);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, ex.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, ex.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
-    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_valuation, ex.planner.lend_valuation);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.
@@ -229,7 +225,9 @@ class SlurmConfTest : public CppUnit::TestFixture {
                          conf_error(base + "LateShare=1.5\n"));
     CPPUNIT_ASSERT(conf_error(base + "Fairness=-1\n").find("ringsched.conf:2: Fairness='-1'") == 0);
     CPPUNIT_ASSERT(conf_error(base + "LateFactor=inf\n").find("ringsched.conf:2: LateFactor='inf'") == 0);
-    CPPUNIT_ASSERT(conf_error(base + "LendValuation=2\n").find("ringsched.conf:2: LendValuation='2'") == 0);
+    // A removed key: the line, and what to do, rather than "unknown key".
+    CPPUNIT_ASSERT(conf_error(base + "LendValuation=no\n").find("ringsched.conf:2: LendValuation was removed") == 0);
+    CPPUNIT_ASSERT(conf_error(base + "LendValuation=no\n").find("delete the line") != std::string::npos);
   }
 
   void testConfFileMissing() {

@@ -167,7 +167,10 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
     } else if (k == "lateshare") {
       c.planner.late_share = v.number(0, 1);
     } else if (k == "lendvaluation") {
-      c.planner.lend_valuation = v.boolean();
+      // Removed: say so rather than "unknown key" to an admin whose file had it.
+      throw InputError(path, line, "LendValuation was removed: a late job now gets its whole floor "
+                                   "over nodes wherever that runs it faster (ringsched.conf(5)); "
+                                   "delete the line");
     } else {
       throw InputError(path, line, "unknown key '" + key.substr(0, 60) + "'");
     }

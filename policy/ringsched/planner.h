@@ -55,13 +55,6 @@ struct PlannerConfig {
   // (issue 15.2). 0: off.
   double late_factor = 2.0;
   double late_share = 0.125;
-  // Lent GPUs come back (ours; combined). Where one node's free GPUs capped a late or behind
-  // job's floor (above) and its types have the whole floor free, the placement also runs with
-  // the whole floor spread over nodes, and keeps that plan when the late jobs gain more than the
-  // others lose while the late jobs hold the GPUs: the GPUs return when those jobs end, which
-  // the placement's own objective (each job's allocation held to its end) does not see, so it
-  // charged a long job its slowdown over all of its remaining run. Off: the capped plan only.
-  bool lend_valuation = false;
   // Whether a plan may stop a running job (it waits again) or move a running fixed-size job;
   // only jobs marked Job::stoppable. Slurm's plugin carries both out through ringrun's checkpoint
   // and requeue (Preempt in ringsched.conf), for jobs that run under ringrun. Off, or for a job
