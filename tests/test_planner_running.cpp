@@ -33,6 +33,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose);
   CPPUNIT_TEST(jobThatCanUseOneTypeGetsItBack);
   CPPUNIT_TEST(shortArrivalIsNotHeldBehindLongerJob);
+  CPPUNIT_TEST(holdDoesNotStopAStarvingRunningJob);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -197,6 +198,37 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts, wp->runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts ? 1 : 2, lp->gpus);
     }
+  }
+
+  // A hold that would stop a starving running job is refused, as one that keeps a starving job
+  // waiting is. On a 4-GPU node an elastic job of days holds 2 GPUs and a fixed-size 2-GPU job
+  // the others; the latter waited 5,000 s before it started and has 1,000 s left, so it is late.
+  // A 100 s job arrives. Holding the long job at 2 is what the sum of finish times prefers, and
+  // it would stop the late job (which, waiting, the next plan would start again at once); the
+  // long job shrinks to 1 instead. (Before, running jobs never counted as starving.)
+  void holdDoesNotStopAStarvingRunningJob() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double per_s_2 = m.iters_per_s(model, "v100", 2);
+    Snapshot s;
+    s.cluster.nodes = {Node{"v100-1", "v100", 4}};
+    s.now_s = 10000;
+    Job l = job("long", model, 1, 4, 1e7);
+    make_running(l, plan_on({Placement{"v100-1", "v100", 2}}), 0);
+    Job late = fixed_job("late", model, 2, 1000 * per_s_2);
+    late.iterations = 3000 * per_s_2;
+    late.submit_s = s.now_s - 5000;
+    make_running(late, plan_on({Placement{"v100-1", "v100", 2}}), 0);
+    Job x = fixed_job("new", model, 1, 100 * m.iters_per_s(model, "v100", 1));
+    x.submit_s = s.now_s;
+    s.jobs = {l, late, x};
+    Plan p = plan_checked(s, Policy::Combined, true);
+    const JobPlan *lp = p.find("long"), *tp = p.find("late"), *xp = p.find("new");
+    const std::string what = "long: " + lp->reason + "; late: " + tp->reason + "; new: " + xp->reason;
+    CPPUNIT_ASSERT_MESSAGE(what, xp->runs);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, tp->gpus);
+    CPPUNIT_ASSERT_MESSAGE(what, !tp->resize);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, lp->gpus);
   }
 };
 

@@ -34,11 +34,11 @@ struct DoublingJob {
   // furthest behind first, one doubling at a time up to fair_max_gpus (its requested size).
   double fair_time_s = std::numeric_limits<double>::infinity();
   int fair_max_gpus = 0;
-  // A waiting job past that deadline at its base size (it cannot finish within the bound even
-  // if it started now), or one that a hold for the minimum interval would make late by more than
-  // half its time alone (the planner sets it). Hysteresis does not hold a running job at its
-  // size for a small gain when that hold would keep a starving job waiting; only the interval
-  // rule does.
+  // A job past that deadline at its base size (it cannot finish within the bound even if it
+  // started now), or one that a hold for the minimum interval would make late by more than half
+  // its time alone (the planner sets it, for running jobs as if they waited). Hysteresis does not
+  // hold a running job at its size for a small gain when that hold would keep a starving job
+  // waiting or stop a starving running one; only the interval rule does.
   bool starving = false;
 };
 
