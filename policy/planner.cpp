@@ -565,6 +565,38 @@ Plan Planner::plan(const Snapshot& snap) const {
       plan.jobs[i].reason = "keeps its " + std::to_string(plan.jobs[i].gpus) +
                             " GPUs: no room for its planned size, and it may not be stopped";
 
+  // 2a. A running job that the placement gave its own count and types on other nodes stays on
+  // the GPUs it holds, where they are still free: a move would be a restart for nothing. It then
+  // counts as keeping its GPUs, so that 2b may gather it onto fewer nodes when that pays. (Left
+  // to step 3 alone, such a job kept a ring spread 2 + 2 over two V100 nodes for 170 hours, the
+  // last of them alone on an idle cluster: the placement, whose restart cost looks at GPU types
+  // only, kept re-placing it at 4 while its count asked for more.)
+  for (int i = 0; i < n; ++i) {
+    JobPlan& jp = plan.jobs[i];
+    const Job& j = snap.jobs[i];
+    if (frozen[i] || !jp.runs || j.state != JobState::Running || jp.gpus != j.current_gpus ||
+        jp.gpus_by_type != current_by_type(j, nodes))
+      continue;
+    for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+    bool stays = true;
+    for (const auto& [node, g] : j.gpus_by_node) {
+      int k = nodes.find(node);
+      stays = stays && k >= 0 && free_gpus.free(k) >= g;
+    }
+    if (!stays) {
+      for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
+      continue;
+    }
+    std::vector<Placement> pl;
+    for (const auto& [node, g] : j.gpus_by_node) {
+      int k = nodes.find(node);
+      free_gpus.take_at(k, g);
+      pl.push_back(Placement{node, cluster.nodes[k].gpu_type, g});
+    }
+    jp.placement = pl;
+    frozen[i] = true;
+  }
+
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
   // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody
   // got this round hold it on fewer nodes, it moves there if its faster ring gains more than
