@@ -721,24 +721,9 @@ Plan Planner::plan(const Snapshot& snap) const {
       jp.resize = moved[i] || (!frozen[i] && (jp.gpus != j.current_gpus ||
                                                  jp.gpus_by_type != current_by_type(j, nodes)));
       if (!jp.resize && !frozen[i]) {
-        // Same shape, maybe on other nodes: stay where it is rather than restart for nothing, if
-        // its GPUs are still free once the new ones are given back; otherwise it moves.
-        for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
-        bool stays = true;
-        for (const auto& [node, g] : j.gpus_by_node) {
-          int k = nodes.find(node);
-          stays = stays && k >= 0 && free_gpus.free(k) >= g;
-        }
-        if (stays) {
-          std::vector<Placement> pl;
-          for (const auto& [node, g] : j.gpus_by_node)
-            pl.push_back(Placement{node, cluster.nodes[nodes.find(node)].gpu_type, g});
-          jp.placement = pl;
-        } else {
-          jp.resize = true;
-          jp.reason += "; moves: GPUs it holds went to other jobs";
-        }
-        for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
+        // Its own shape on other nodes: 2a kept it where it is when its GPUs were free.
+        jp.resize = true;
+        jp.reason += "; moves: GPUs it holds went to other jobs";
       }
     }
     if (config_.spb_packing && views[i].known) apply_spb(model, j, contention, jp);
