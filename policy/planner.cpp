@@ -568,7 +568,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   // 2a. A running job that the placement gave its own count and types on other nodes stays on
   // the GPUs it holds, where they are still free: a move would be a restart for nothing. It then
   // counts as keeping its GPUs, so that 2b may gather it onto fewer nodes when that pays. (Left
-  // to step 3 alone, such a job kept a ring spread 2 + 2 over two V100 nodes for 178 hours, the
+  // to step 3 alone, such a job kept a 4-GPU ring spread over two V100 nodes for 178 hours, the
   // last of them alone on an idle cluster: the placement, whose restart cost looks at GPU types
   // only, kept re-placing it at 4 while its count asked for more.)
   for (int i = 0; i < n; ++i) {
