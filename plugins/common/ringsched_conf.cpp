@@ -169,7 +169,7 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
     } else if (k == "lendvaluation") {
       // Removed: say so rather than "unknown key" to an admin whose file had it.
       throw InputError(path, line, "LendValuation was removed: a late job now gets its whole floor "
-                                   "over nodes wherever that runs it faster (ringsched.conf(5)); "
+                                   "over nodes wherever that runs it faster (ringsched-policies(7)); "
                                    "delete the line");
     } else {
       throw InputError(path, line, "unknown key '" + key.substr(0, 60) + "'");
