@@ -577,24 +577,10 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (frozen[i] || !jp.runs || j.state != JobState::Running || jp.gpus != j.current_gpus ||
         jp.gpus_by_type != current_by_type(j, nodes))
       continue;
-    for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
-    bool stays = true;
-    for (const auto& [node, g] : j.gpus_by_node) {
-      int k = nodes.find(node);
-      stays = stays && k >= 0 && free_gpus.free(k) >= g;
-    }
-    if (!stays) {
-      for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
-      continue;
-    }
-    std::vector<Placement> pl;
-    for (const auto& [node, g] : j.gpus_by_node) {
-      int k = nodes.find(node);
-      free_gpus.take_at(k, g);
-      pl.push_back(Placement{node, cluster.nodes[k].gpu_type, g});
-    }
-    jp.placement = pl;
-    frozen[i] = true;
+    const std::vector<Placement> planned = jp.placement;
+    for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+    if (!keep_in_place(i))
+      for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), p.gpus);
   }
 
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
