@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <numeric>
+#include <tuple>
 
 #include "ringsched/doubling.h"
 
@@ -96,10 +96,18 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
 
 std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
                                              FreeGpus& free, const std::vector<FloorOverNodes>& candidates) {
+  // The free GPUs do not change between candidates, so jobs of one model, types, minimum and
+  // floor (most of a queue of thousands) get one answer: each is worked out once.
+  using Key = std::tuple<const std::string&, const std::vector<std::string>&, int, int>;
+  auto key = [](const FloorOverNodes& f) { return Key(f.model, f.types, f.lo, f.whole); };
+  std::map<Key, size_t> first;  // -> the first candidate with that key
+  std::vector<size_t> same(candidates.size());
+  for (size_t c = 0; c < candidates.size(); ++c) same[c] = first.emplace(key(candidates[c]), c).first->second;
   // Only where the profile alone (a locality factor is at most 1) beats one node: the locality
   // model is built over the whole cluster (11,000 nodes at 50,000 GPUs).
   std::vector<std::pair<size_t, double>> maybe;  // (candidate, the best on one node)
   for (size_t c = 0; c < candidates.size(); ++c) {
+    if (same[c] != c) continue;
     const FloorOverNodes& f = candidates[c];
     double local = 0, bound = 0;
     for (const std::string& t : f.types) {
@@ -109,8 +117,8 @@ std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const Throu
     }
     if (bound > local) maybe.push_back({c, local});
   }
-  std::vector<size_t> out;
-  if (maybe.empty()) return out;
+  if (maybe.empty()) return {};
+  std::vector<char> faster(candidates.size(), 0);  // by the first candidate of a key
   std::vector<PlacementLocality::Job> jobs;
   for (const auto& [c, local] : maybe) jobs.push_back({candidates[c].model, candidates[c].types});
   PlacementLocality locality(cluster, model, jobs);
@@ -128,8 +136,11 @@ std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const Throu
       }
       spread = std::max(spread, model.iters_per_s(f.model, t, f.whole) * locality.factor(static_cast<int>(m), on));
     }
-    if (spread > local) out.push_back(c);
+    if (spread > local) faster[c] = 1;
   }
+  std::vector<size_t> out;
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (faster[same[c]]) out.push_back(c);
   return out;
 }
 
