@@ -500,8 +500,9 @@ class PlannerTest : public CppUnit::TestFixture {
   // transformer job asking for 8 GPUs arrives with 63 longer 1-GPU jobs. At its minimum it would
   // take more than twice its time alone on 8, so it is admitted at 8 and the longer jobs behind
   // it fill what is left; the placement keeps it on one whole node (its floor is capped at a
-  // node, as the fairness pass's is: its ring spread over two nodes is slower than on one). With the bound off it starts at 1 GPU, as the doubling paper's
-  // admission gives every elastic job. A job that asks for the whole cluster gets no more than
+  // node, as the fairness pass's is: its ring spread over two nodes is slower than on one).
+  // With the bound off it starts at 1 GPU, as the doubling paper's admission gives every
+  // elastic job. A job that asks for the whole cluster gets no more than
   // late_share of it from the bound; a running late job is not shrunk.
   void lateJobAdmittedAtItsRequestedSize() {
     Cluster c;
