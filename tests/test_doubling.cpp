@@ -16,51 +16,12 @@
 #include "ringsched/doubling.h"
 #include "doubling_steps.h"
 #include "ringsched/throughput.h"
+#include "doubling_fixtures.h"
 
 using namespace ringsched;
+using namespace doubling_fixtures;
 
 namespace {
-
-// A speed curve given at powers of two (and any other listed size); 0 elsewhere.
-std::function<double(int)> curve(std::map<int, double> points) {
-  return [points](int n) {
-    auto it = points.find(n);
-    return it == points.end() ? 0.0 : it->second;
-  };
-}
-
-// Each doubling multiplies the speed by 2 * efficiency: v(n) = v1 * (2 * efficiency)^log2(n).
-std::function<double(int)> scaling(double v1, double efficiency) {
-  return [v1, efficiency](int n) {
-    double v = v1;
-    for (int k = 1; k < n; k *= 2) v *= 2 * efficiency;
-    return v;
-  };
-}
-
-DoublingJob elastic(double remaining, int min, int max, std::function<double(int)> speed) {
-  DoublingJob j;
-  j.remaining = remaining;
-  j.min_gpus = min;
-  j.max_gpus = max;
-  j.elastic = true;
-  j.requested = min;
-  j.speed = std::move(speed);
-  return j;
-}
-
-DoublingJob running(DoublingJob j, int current, double last_resize_s) {
-  j.running = true;
-  j.current_gpus = current;
-  j.last_resize_s = last_resize_s;
-  return j;
-}
-
-std::vector<int> identity(size_t n) {
-  std::vector<int> o(n);
-  for (size_t i = 0; i < n; ++i) o[i] = static_cast<int>(i);
-  return o;
-}
 
 ResizeCosts no_hysteresis(double restart_s) {
   ResizeCosts c;
@@ -172,23 +133,6 @@ std::vector<DoublingJob> random_running_round(std::mt19937& rng, int jobs, int* 
 
 // Checks that hold for any plan: within the cluster, inelastic jobs at their count, elastic
 // jobs at an allowed size with a known speed.
-void check_valid(const std::vector<DoublingJob>& jobs, int total, const DoublingResult& r) {
-  long used = 0;
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    int g = r.gpus[j];
-    used += g;
-    if (g == 0) continue;
-    CPPUNIT_ASSERT(jobs[j].speed(g) > 0);
-    if (!jobs[j].elastic) {
-      CPPUNIT_ASSERT_EQUAL(jobs[j].requested, g);
-    } else {
-      CPPUNIT_ASSERT(g >= jobs[j].min_gpus && g <= jobs[j].max_gpus);
-      CPPUNIT_ASSERT(is_power_of_two(g));
-    }
-  }
-  CPPUNIT_ASSERT(used <= total);
-}
-
 std::string what_of(const std::function<void()>& f) {
   try {
     f();
