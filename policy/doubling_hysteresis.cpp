@@ -105,7 +105,9 @@ Assignment DoublingRound::plan_with_interval_pins(std::vector<char>& pinned,
   bool any = false;
   for (size_t j = 0; j < curves_.size(); ++j) {
     const DoublingJob& job = curves_.job(j);
-    if (!job.running || pinned[j] || !curves_.current_is_valid(j) || !too_soon(j)) continue;
+    if (!job.running || pinned[j] || !curves_.current_is_valid(j) || !too_soon(j) ||
+        job.interval_yields_to_starving)
+      continue;
     pinned[j] = 1;
     pinned_for_interval[j] = plan.gpus[j] != job.current_gpus;
     kept_anyway[j] = !pinned_for_interval[j];
@@ -147,9 +149,10 @@ DoublingResult DoublingRound::run_exact() {
       // Gross gain: what holding the job would cost the plan, before this job's restart.
       double gain = planning_cost(alt) - base_cost + costs_.restart_s;
       resize_gain[j] = gain;
-      bool too_soon = now_s_ - job.last_resize_s < costs_.min_interval_s;
+      bool starving_waits = starves(plan, alt, j);
+      bool too_soon = this->too_soon(j) && !(job.interval_yields_to_starving && starving_waits);
       bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s &&
-                       !fair_grow(plan, j) && !starves(plan, alt, j);
+                       !fair_grow(plan, j) && !starving_waits;
       if (!too_soon && !too_small) continue;
       // Interval violations first, then the smallest gain; ties by policy order.
       if (worst < 0 || (too_soon && !worst_interval) ||
@@ -215,9 +218,10 @@ DoublingResult DoublingRound::run_incremental() {
       Held h = hold(w, pinned, m, c.job, w_cost);
       double gain = h.cost - w_cost + costs_.restart_s;
       resize_gain[j] = gain;
-      bool soon = too_soon(j);
+      bool starving_waits = starves(w, h);
+      bool soon = too_soon(j) && !(curves_.job(j).interval_yields_to_starving && starving_waits);
       bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(w, j) &&
-                       !starves(w, h);
+                       !starving_waits;
       if (!soon && !too_small) continue;
       pinned[j] = 1;
       pinned_for_interval[j] = soon;

@@ -35,7 +35,9 @@
 //     its own restart cost. Below min_gain_multiple x C (except a grow the fairness pass asked
 //     for: it serves fairness, not the sum), or within min_interval_s of its last
 //     resize (or start), the job is pinned and the round re-planned. The interval holds every
-//     resize, a shrink that would let a waiting job start included; so every running job within
+//     resize, a shrink that would let a waiting job start included (except a job marked
+//     DoublingJob::interval_yields_to_starving, whose hold would keep a starving job waiting:
+//     the planner marks jobs grown above their requests); so every running job within
 //     the interval is pinned before any gain is valued (plan_with_interval_pins()): a plan that
 //     values a hold must not count on GPUs the interval keeps. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.

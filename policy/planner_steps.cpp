@@ -227,6 +227,28 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
   return changed;
 }
 
+int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const std::vector<int>& request_size,
+                                    const ResizeCosts& costs, double now_s) {
+  bool someone_starves = false;
+  for (const DoublingJob& d : jobs) someone_starves |= !d.running && d.starving;
+  if (!someone_starves) return 0;
+  const double grace_s = costs.min_gain_multiple * costs.restart_s;
+  int marked = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    DoublingJob& d = jobs[i];
+    const double since_s = now_s - d.last_resize_s;
+    const int floor = std::max(request_size[i], d.min_gpus);
+    if (!d.running || !d.elastic || request_size[i] <= 0 || d.current_gpus <= floor ||
+        !(since_s < costs.min_interval_s) || since_s < grace_s)
+      continue;
+    d.min_gpus = d.requested = floor;
+    d.max_gpus = d.current_gpus;
+    d.interval_yields_to_starving = true;
+    ++marked;
+  }
+  return marked;
+}
+
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
   std::map<std::string, int> out;
   for (const auto& [node, n] : j.gpus_by_node) {

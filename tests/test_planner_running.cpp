@@ -35,6 +35,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(shortArrivalIsNotHeldBehindLongerJob);
   CPPUNIT_TEST(holdDoesNotStopAStarvingRunningJob);
   CPPUNIT_TEST(spreadJobWithItsOwnShapeIsGathered);
+  CPPUNIT_TEST(intervalYieldsLentGpusToAStarvingArrival);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -253,6 +254,49 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(jp.reason, size_t{1}, jp.placement.size());
     CPPUNIT_ASSERT_MESSAGE(jp.reason, jp.resize);
     CPPUNIT_ASSERT_MESSAGE(jp.reason, contains(jp.reason, "moves from 2 nodes to 1"));
+  }
+
+  // A job that asked for 1 GPU grew onto all 4 V100s `since` seconds ago, within the minimum
+  // interval (300 s). A 1-GPU job of 100 s arrives: a hold of the interval would make it late
+  // (starving). Past the grace after a restart, the grown job gives back GPUs down to no less
+  // than its request, and never grows; within the grace, at its request, or when the arrival
+  // is long (not starving), the interval holds it and the arrival waits.
+  void intervalYieldsLentGpusToAStarvingArrival() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    struct Case {
+      double since;
+      int requested;
+      double arrival_s;  // the arrival's run time alone
+      bool yields;
+    };
+    for (const Case& c : {Case{200, 1, 100, true}, Case{10, 1, 100, false}, Case{200, 4, 100, false},
+                          Case{200, 1, 1e6, false}}) {
+      Snapshot s;
+      s.cluster.nodes = {Node{"v100-1", "v100", 4}};
+      s.now_s = 10000;
+      Job grown = job("grown", model, 1, 4, 1e7);
+      grown.requested_gpus = c.requested;
+      make_running(grown, plan_on({Placement{"v100-1", "v100", 4}}), s.now_s - c.since);
+      Job x = fixed_job("new", model, 1, c.arrival_s * m.iters_per_s(model, "v100", 1));
+      x.submit_s = s.now_s;
+      s.jobs = {grown, x};
+      Plan p = plan_checked(s, Policy::Combined, true);
+      const JobPlan *gp = p.find("grown"), *xp = p.find("new");
+      const std::string what = "since " + std::to_string(c.since) + " requested " +
+                               std::to_string(c.requested) + " arrival " +
+                               std::to_string(c.arrival_s) + " s; grown: " + gp->reason +
+                               "; new: " + xp->reason;
+      CPPUNIT_ASSERT_MESSAGE(what, gp->runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.yields, xp->runs);
+      if (c.yields) {
+        CPPUNIT_ASSERT_MESSAGE(what, gp->gpus >= c.requested && gp->gpus < 4);
+      } else {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, gp->gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, !gp->resize);
+        CPPUNIT_ASSERT_MESSAGE(what, contains(gp->reason, "minimum interval"));
+      }
+    }
   }
 };
 

@@ -40,6 +40,11 @@ struct DoublingJob {
   // hold a running job at its size for a small gain when that hold would keep a starving job
   // waiting or stop a starving running one; only the interval rule does.
   bool starving = false;
+  // Within the minimum interval, the interval rule holds this running job only where the hold
+  // keeps no starving job waiting (starves()). The planner sets it for a job it grew above its
+  // requested size, with min_gpus at that size and max_gpus at its current one: GPUs lent while
+  // no one waited come back for a starving arrival, and nothing else moves within the interval.
+  bool interval_yields_to_starving = false;
 };
 
 struct DoublingResult {
