@@ -166,7 +166,6 @@ Plan Planner::plan(const Snapshot& snap) const {
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
-    std::vector<int> request_size(n, 0);  // the fairness pass's requested size
     for (int i = 0; i < n; ++i) {
       const Job& j = snap.jobs[i];
       const JobView& v = views[i];
@@ -220,7 +219,6 @@ Plan Planner::plan(const Snapshot& snap) const {
             // again by refusing that hold (a restart and a wait for nothing; FTF 1.78 against
             // Tiresias's 1.21 on phillyd v100x4 L0.5 s1, 7 restarts of a 2.5-hour job).
             const double run_s = at_base > 0 ? j.remaining / at_base : 0;
-            request_size[i] = want;
             dj[i].starving = at_base > 0 &&
                              (run_s > fair_run_s ||
                               run_s + config_.costs.min_interval_s >
@@ -235,7 +233,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = [](int) { return 1.0; };
       }
     }
-    yield_lent_gpus_within_interval(dj, request_size, config_.costs, snap.now_s);
+    yield_lent_gpus_within_interval(dj, config_.costs, snap.now_s);
     // One round per group of GPU types that jobs share, on that group's GPUs: a job's count is
     // planned against the GPUs it can use (on an A100 + T4 cluster whose models are each
     // profiled on one of them, an A100 job's against the A100s, not both). Types are grouped when

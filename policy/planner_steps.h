@@ -114,14 +114,14 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
 // passed: on a 64-T4 cluster, three jobs grown 217 s earlier held 54 GPUs above their requests
 // while a 1-GPU job of 257 s waited 294 s (finish-time fairness 1.98; Tiresias's worst 1.22).
 // When some waiting job is starving (DoublingJob::starving), each running elastic job above
-// `request_size[i]` (its requested size as the fairness pass counts it; 0: none), resized at
+// its fair_max_gpus (its requested size as the fairness pass counts it; 0: none), resized at
 // least min_gain_multiple x restart cost ago (it has run at its size for twice what the restart
 // took; after 30 s instead, restarts rose 22%) and less than the interval ago, gets
 // interval_yields_to_starving, its minimum raised to that size and its maximum lowered to its
 // current size: it may only give GPUs back, and only where holding it would keep a starving job
 // waiting. Returns how many jobs it marked.
-int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const std::vector<int>& request_size,
-                                    const ResizeCosts& costs, double now_s);
+int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
+                                    double now_s);
 
 // One count round over `members` (job indices in policy order) on `usable` GPUs: sets their
 // counts, reasons and fairness floors (planner.cpp).
