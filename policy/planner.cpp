@@ -431,14 +431,16 @@ Plan Planner::plan(const Snapshot& snap) const {
       std::vector<FloorOverNodes> candidates;
       for (const auto& [k, whole] : over_nodes)
         candidates.push_back({pp.jobs[k].model, views[known_todo[k]].types, views[known_todo[k]].lo, whole});
-      for (size_t c : floors_faster_over_nodes(cluster, model, free_gpus, candidates)) {
-        const auto [k, whole] = over_nodes[c];
+      for (FloorFaster& ff : floors_faster_over_nodes(cluster, model, free_gpus, candidates)) {
+        const auto [k, whole] = over_nodes[ff.candidate];
         const int i = known_todo[k];
+        std::string on;
+        for (const std::string& t : ff.types) on += (on.empty() ? "" : ", ") + t;
         pp.jobs[k].min_gpus = whole;
-        pp.jobs[k].allowed_types = views[i].types;
+        pp.jobs[k].allowed_types = std::move(ff.types);
         floor_capped.erase(i);
-        floor_note[i] = "; its floor of " + std::to_string(whole) +
-                        " GPUs over nodes: there it runs faster than on any one node's free GPUs";
+        floor_note[i] = "; its floor of " + std::to_string(whole) + " GPUs over nodes of " + on +
+                        ": there it runs faster than on any one node's free GPUs";
       }
       PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
       std::vector<char> held_back(known_todo.size(), 0);

@@ -94,8 +94,8 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
   return out;
 }
 
-std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
-                                             FreeGpus& free, const std::vector<FloorOverNodes>& candidates) {
+std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
+                                                  FreeGpus& free, const std::vector<FloorOverNodes>& candidates) {
   // The free GPUs do not change between candidates, so jobs of one model, types, minimum and
   // floor (most of a queue of thousands) get one answer: each is worked out once.
   using Key = std::tuple<const std::string&, const std::vector<std::string>&, int, int>;
@@ -118,14 +118,13 @@ std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const Throu
     if (bound > local) maybe.push_back({c, local});
   }
   if (maybe.empty()) return {};
-  std::vector<char> faster(candidates.size(), 0);  // by the first candidate of a key
+  std::vector<std::vector<std::string>> faster_on(candidates.size());  // by the first of a key
   std::vector<PlacementLocality::Job> jobs;
   for (const auto& [c, local] : maybe) jobs.push_back({candidates[c].model, candidates[c].types});
   PlacementLocality locality(cluster, model, jobs);
   for (size_t m = 0; m < maybe.size(); ++m) {
     const auto [c, local] = maybe[m];
     const FloorOverNodes& f = candidates[c];
-    double spread = 0;
     for (const std::string& t : f.types) {
       std::vector<Placement> pl;
       if (!take_of_type(free, t, f.whole, pl)) continue;
@@ -134,13 +133,13 @@ std::vector<size_t> floors_faster_over_nodes(const Cluster& cluster, const Throu
         on[p.node] += p.gpus;
         free.take_at(free.node_index(p.node), -p.gpus);  // a trial: given back at once
       }
-      spread = std::max(spread, model.iters_per_s(f.model, t, f.whole) * locality.factor(static_cast<int>(m), on));
+      if (model.iters_per_s(f.model, t, f.whole) * locality.factor(static_cast<int>(m), on) > local)
+        faster_on[c].push_back(t);
     }
-    if (spread > local) faster[c] = 1;
   }
-  std::vector<size_t> out;
+  std::vector<FloorFaster> out;
   for (size_t c = 0; c < candidates.size(); ++c)
-    if (faster[same[c]]) out.push_back(c);
+    if (!faster_on[same[c]].empty()) out.push_back({c, faster_on[same[c]]});
   return out;
 }
 

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The floor the fairness pass and the starvation bound give a late job, as the placement gets it
+// (planner.cpp): over nodes (policy/planner_steps.h, floors_faster_over_nodes()) only on the
+// types where the spread ring beats every size one node holds.
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "planner_fixtures.h"
+#include "planner_steps.h"
+#include "ringsched/free_gpus.h"
+#include "ringsched/placement.h"
+#include "test_util.h"
+
+using namespace ringsched;
+using namespace ringsched::planner_detail;
+using namespace planner_fixtures;
+
+class PlannerFloorsTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(PlannerFloorsTest);
+  CPPUNIT_TEST(floor_over_nodes_only_on_the_types_where_it_is_faster);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  // Every Gavel model profiled on both types, a floor of 8 on 4-GPU nodes of each: the types
+  // returned are exactly those whose 8 GPUs over two nodes (Gavel's 8-GPU point with the
+  // placement's locality charge) beat the best of 1, 2 and 4 GPUs on one node of either type.
+  // Some model must be faster spread on V100s only, so the case the rule is for is exercised.
+  void floor_over_nodes_only_on_the_types_where_it_is_faster() {
+    Cluster c;
+    for (const char* t : {"v100", "k80"})
+      for (int i = 0; i < 4; ++i) c.nodes.push_back(Node{std::string(t) + "-" + std::to_string(i), t, 4});
+    ThroughputModel m(gavel());
+    const std::vector<std::string> types = {"v100", "k80"};
+    int some_types = 0, none = 0;
+    for (const std::string& model : gavel().models()) {
+      if (!gavel().has(model, "v100") || !gavel().has(model, "k80")) continue;
+      double local = 0;
+      for (const std::string& t : types)
+        for (int g : {1, 2, 4}) local = std::max(local, m.iters_per_s(model, t, g));
+      PlacementLocality locality(c, m, {{model, types}});
+      std::vector<std::string> expected;
+      for (const std::string& t : types) {
+        double spread = m.iters_per_s(model, t, 8) * locality.factor(0, {{t + "-0", 4}, {t + "-1", 4}});
+        if (spread > local) expected.push_back(t);
+      }
+      FreeGpus free(c);
+      std::vector<FloorFaster> got = floors_faster_over_nodes(c, m, free, {FloorOverNodes{model, types, 1, 8}});
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 32, free.free_of(types));  // the trials were given back
+      if (expected.empty()) {
+        ++none;
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model, size_t{0}, got.size());
+        continue;
+      }
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, size_t{1}, got.size());
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, size_t{0}, got[0].candidate);
+      CPPUNIT_ASSERT_MESSAGE(model, expected == got[0].types);
+      some_types += expected.size() < types.size();
+    }
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(none) + " models never faster spread", some_types > 0);
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(some_types) + " models faster spread on some types", none > 0);
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(PlannerFloorsTest);
