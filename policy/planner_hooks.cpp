@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "planner_hooks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -95,6 +97,59 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
       }
     }
   return held;
+}
+
+int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts, PlacementResult& pr) {
+  using Shape = std::map<std::string, int>;  // GPUs per type
+  std::map<std::string, const std::string*> type_of;
+  for (const Node& nd : pp.cluster.nodes) type_of[nd.name] = &nd.gpu_type;
+  const size_t n = std::min({pp.jobs.size(), pr.jobs.size(), seed_counts.size()});
+  std::vector<Shape> now(n);
+  std::map<std::pair<Shape, Shape>, std::vector<size_t>> by_move;  // (now, planned) -> jobs
+  for (size_t k = 0; k < n; ++k) {
+    const PlacementJob& job = pp.jobs[k];
+    if (!job.running || job.current.empty() || pr.jobs[k].total == 0) continue;
+    bool known = true;
+    for (const auto& [node, g] : job.current) {
+      auto it = type_of.find(node);
+      if (it == type_of.end()) known = false;
+      else now[k][*it->second] += g;
+    }
+    if (known && now[k] != pr.jobs[k].gpus_by_type) by_move[{now[k], pr.jobs[k].gpus_by_type}].push_back(k);
+  }
+  // Whether job k may hold `shape`: its types, its size range, mixed only if it may mix.
+  auto may_hold = [&](size_t k, const Shape& shape) {
+    const PlacementJob& job = pp.jobs[k];
+    int total = 0;
+    for (const auto& [t, g] : shape) {
+      total += g;
+      if (!job.allowed_types.empty() &&
+          std::find(job.allowed_types.begin(), job.allowed_types.end(), t) == job.allowed_types.end())
+        return false;
+    }
+    return total >= job.min_gpus && total <= job.max_gpus && (shape.size() <= 1 || job.allow_mixed);
+  };
+  std::vector<char> done(n, 0);
+  int pairs = 0;
+  for (auto& [move, jobs] : by_move) {
+    auto other = by_move.find({move.second, move.first});
+    if (other == by_move.end()) continue;
+    for (size_t a : jobs) {
+      if (done[a]) continue;
+      for (size_t b : other->second) {
+        if (done[b] || seed_counts[a] != seed_counts[b] || !may_hold(a, now[a]) || !may_hold(b, now[b])) continue;
+        JobPlacement& pa = pr.jobs[a];
+        JobPlacement& pb = pr.jobs[b];
+        std::swap(pa.gpus_by_node, pb.gpus_by_node);
+        std::swap(pa.gpus_by_type, pb.gpus_by_type);
+        std::swap(pa.total, pb.total);
+        done[a] = done[b] = 1;
+        ++pairs;
+        break;
+      }
+    }
+  }
+  return pairs;
 }
 
 }  // namespace ringsched

@@ -42,4 +42,14 @@ std::vector<std::string> types_worth_starting_on(const ThroughputModel& model, c
 std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std::vector<int>& placed,
                                         const FreeGpus& free, bool preempt, PlacementResult& pr);
 
+// Two running jobs that the placement gave each other's GPUs per type (one 8 K80s -> 4, the
+// other 4 -> 8) get their placements exchanged back, where each may hold the other's: both keep
+// the shape they run at. The placement's sum of finish times gives the larger share to the job
+// with more work left, and that flips as the larger share works it down: on Gavel's Philly
+// trace two transformer jobs of weeks swapped every 600 s (682 restarts each in one run), with
+// the cluster's throughput the same either way. Only the allocations (nodes, types, totals) are
+// exchanged; speeds and finish times in `pr` stay as the placement valued them (the planner reads
+// the allocations). Returns the number of pairs exchanged.
+int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts, PlacementResult& pr);
+
 }  // namespace ringsched
