@@ -32,7 +32,23 @@ DoublingRound::DoublingRound(const std::vector<DoublingJob>& jobs, const std::ve
     if (seen[j]) throw InputError("doubling: order lists " + job_name(j) + " twice");
     seen[j] = 1;
   }
-  order_ = order;
+  // Admission order (DoublingJob::admitted_late): a running late job moves ahead of the waiting
+  // jobs that are not starving and come before it; everyone else keeps the policy order.
+  std::vector<int> deferred;  // waiting, not starving, not yet placed in order_
+  order_.clear();
+  for (int j : order) {
+    const DoublingJob& job = jobs[j];
+    if (!job.running && !job.starving) {
+      deferred.push_back(j);
+      continue;
+    }
+    if (!(job.running && job.admitted_late)) {
+      order_.insert(order_.end(), deferred.begin(), deferred.end());
+      deferred.clear();
+    }
+    order_.push_back(j);
+  }
+  order_.insert(order_.end(), deferred.begin(), deferred.end());
   scratch_.assign(jobs.size(), -1);
   rank_.assign(jobs.size(), 0);
   for (size_t k = 0; k < order.size(); ++k) rank_[order[k]] = static_cast<int>(k);

@@ -18,6 +18,8 @@
 //     requested count, elastic jobs their minimum -- running elastic jobs included, so a running
 //     job larger than its minimum gives its extra GPUs back whenever a waiting job needs them.
 //     First fit: a job whose base does not fit waits, and later (smaller) jobs may still start.
+//     Ours: a running job the starvation bound admitted (DoublingJob::admitted_late) goes before
+//     the waiting jobs that are not starving, wherever the policy order puts them.
 //     Ours, the fairness pass: of the GPUs admission left, the jobs that would miss their fair
 //     deadline at their size (run time > DoublingJob::fair_time_s) double first, the furthest
 //     behind (run time / fair time) first, up to their requested size (fair_max_gpus). Only

@@ -207,7 +207,10 @@ Plan Planner::plan(const Snapshot& snap) const {
             if (config_.policy == Policy::Combined) {
               late_size[i] = late_admission_size(model, config_, j, v.best_type, v.lo, want,
                                                  late_cap, waited, work / alone);
-              if (late_size[i] > 0) dj[i].min_gpus = dj[i].requested = late_size[i];
+              if (late_size[i] > 0) {
+                dj[i].min_gpus = dj[i].requested = late_size[i];
+                dj[i].admitted_late = dj[i].running;
+              }
             }
             double at_base = model.iters_per_s(j.model, v.best_type, v.lo);
             // Late already, or a short job that a hold until the next resize chance (the

@@ -45,6 +45,12 @@ struct DoublingJob {
   // requested size, with min_gpus at that size and max_gpus at its current one: GPUs lent while
   // no one waited come back for a starving arrival, and nothing else moves within the interval.
   bool interval_yields_to_starving = false;
+  // A running job that the planner's starvation bound admitted at a raised size (it would finish
+  // too late at its minimum). Step 1 admits it before the waiting jobs that are not starving,
+  // wherever the policy order puts them: an arrival that is not late does not stop a late job.
+  // A starving waiting job still comes first where the order says so. Without it, late 4-GPU
+  // jobs on 4-GPU nodes were stopped by each shorter arrival (6 restarts of a 45,000 s job).
+  bool admitted_late = false;
 };
 
 struct DoublingResult {
