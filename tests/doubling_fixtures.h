@@ -7,11 +7,13 @@
 
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "ringsched/doubling.h"
 #include "ringsched/throughput.h"
+#include "doubling_steps.h"
 
 namespace doubling_fixtures {
 
@@ -73,6 +75,33 @@ inline void check_valid(const std::vector<DoublingJob>& jobs, int total, const D
     }
   }
   CPPUNIT_ASSERT(used <= total);
+}
+
+// A two-job round on `total` GPUs at `now_s`, `waiting` first in the policy order, for each
+// mark of `running_job` (mark(job, on) sets it) and with `waiting` starving or not, under both
+// step 3 paths (exact up to 16 jobs, incremental): check(marked, starving, result, what), `what`
+// naming the case and both reasons for the assertion messages.
+template <typename Mark, typename Check>
+void for_each_mark_and_starving(const DoublingJob& running_job, const DoublingJob& waiting, int total,
+                                double now_s, Mark mark, Check check) {
+  ResizeCosts costs;  // restart 30 s, gain >= 2 x 30 s, interval 300 s
+  for (int exact_max : {16, 0}) {
+    DoublingSteps steps;
+    steps.exact_hysteresis_max_jobs = exact_max;
+    for (int marked : {0, 1})
+      for (int starving : {0, 1}) {
+        DoublingJob r = running_job, w = waiting;
+        mark(r, marked != 0);
+        w.starving = starving;
+        const std::vector<DoublingJob> jobs = {r, w};
+        DoublingResult result = doubling_heuristic(jobs, {1, 0}, total, costs, now_s, steps);
+        check_valid(jobs, total, result);
+        const std::string what = "exact_max " + std::to_string(exact_max) + " marked " +
+                                 std::to_string(marked) + " starving " + std::to_string(starving) +
+                                 ": running " + result.reasons[0] + "; waiting " + result.reasons[1];
+        check(marked != 0, starving != 0, result, what);
+      }
+  }
 }
 
 }  // namespace doubling_fixtures

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "doubling_fixtures.h"
-#include "doubling_steps.h"
 #include "test_util.h"
 
 using namespace ringsched;
@@ -24,23 +23,11 @@ class DoublingLateTest : public CppUnit::TestFixture {
   // and L, needing 4 with 3 left, is stopped; marked, L keeps its 4 and W waits -- unless W is
   // starving, when W still starts and L is stopped. Both step 3 paths (exact and incremental).
   void a_late_running_job_is_not_stopped_by_an_arrival_that_is_not_late() {
-    ResizeCosts costs;
     auto linear = [](int n) { return 0.9 * n + 0.1; };
-    for (int exact_max : {16, 0}) {
-      DoublingSteps steps;
-      steps.exact_hysteresis_max_jobs = exact_max;
-      for (int marked : {0, 1})
-        for (int starving : {0, 1}) {
-          auto l = running(elastic(1e5, 4, 4, linear), 4, -1e4);
-          l.admitted_late = marked;
-          auto w = elastic(200, 1, 1, linear);
-          w.starving = starving;
-          const std::vector<DoublingJob> jobs = {l, w};
-          DoublingResult r = doubling_heuristic(jobs, {1, 0}, 4, costs, 0.0, steps);
-          check_valid(jobs, 4, r);
-          const std::string what = "exact_max " + std::to_string(exact_max) + " marked " +
-                                   std::to_string(marked) + " starving " + std::to_string(starving) +
-                                   ": L " + r.reasons[0] + "; W " + r.reasons[1];
+    for_each_mark_and_starving(
+        running(elastic(1e5, 4, 4, linear), 4, -1e4), elastic(200, 1, 1, linear), 4, 0.0,
+        [](DoublingJob& l, bool on) { l.admitted_late = on; },
+        [](bool marked, bool starving, const DoublingResult& r, const std::string& what) {
           if (marked && !starving) {
             CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[0]);
             CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[1]);
@@ -49,8 +36,7 @@ class DoublingLateTest : public CppUnit::TestFixture {
             CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[0]);
             CPPUNIT_ASSERT_MESSAGE(what, contains(r.reasons[0], "stopped: needs 4 GPUs, only 3 left"));
           }
-        }
-    }
+        });
   }
 };
 
