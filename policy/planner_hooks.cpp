@@ -99,7 +99,8 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
   return held;
 }
 
-int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts, PlacementResult& pr) {
+int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts,
+                         PlacementResult& pr) {
   using Shape = std::map<std::string, int>;  // GPUs per type
   std::map<std::string, const std::string*> type_of;
   for (const Node& nd : pp.cluster.nodes) type_of[nd.name] = &nd.gpu_type;
@@ -115,7 +116,8 @@ int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& see
       if (it == type_of.end()) known = false;
       else now[k][*it->second] += g;
     }
-    if (known && now[k] != pr.jobs[k].gpus_by_type) by_move[{now[k], pr.jobs[k].gpus_by_type}].push_back(k);
+    if (known && now[k] != pr.jobs[k].gpus_by_type)
+      by_move[{now[k], pr.jobs[k].gpus_by_type}].push_back(k);
   }
   // Whether job k may hold `shape`: its types, its size range, mixed only if it may mix.
   auto may_hold = [&](size_t k, const Shape& shape) {
@@ -137,7 +139,9 @@ int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& see
     for (size_t a : jobs) {
       if (done[a]) continue;
       for (size_t b : other->second) {
-        if (done[b] || seed_counts[a] != seed_counts[b] || !may_hold(a, now[a]) || !may_hold(b, now[b])) continue;
+        if (done[b] || seed_counts[a] != seed_counts[b] || !may_hold(a, now[a]) ||
+            !may_hold(b, now[b]))
+          continue;
         JobPlacement& pa = pr.jobs[a];
         JobPlacement& pb = pr.jobs[b];
         std::swap(pa.gpus_by_node, pb.gpus_by_node);

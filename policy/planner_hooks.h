@@ -50,6 +50,7 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
 // the cluster's throughput the same either way. Only the allocations (nodes, types, totals) are
 // exchanged; speeds and finish times in `pr` stay as the placement valued them (the planner reads
 // the allocations). Returns the number of pairs exchanged.
-int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts, PlacementResult& pr);
+int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts,
+                         PlacementResult& pr);
 
 }  // namespace ringsched

@@ -95,7 +95,8 @@ std::vector<std::string> types_faster_than(const ThroughputModel& model, const s
 }
 
 std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
-                                                  FreeGpus& free, const std::vector<FloorOverNodes>& candidates) {
+                                                  FreeGpus& free,
+                                                  const std::vector<FloorOverNodes>& candidates) {
   // The free GPUs do not change between candidates, so jobs of one model, types, minimum and
   // floor (most of a queue of thousands) get one answer: each is worked out once.
   using Key = std::tuple<const std::string&, const std::vector<std::string>&, int, int>;

@@ -86,21 +86,24 @@ struct FloorOverNodes {
   int lo = 1;     // its minimum
   int whole = 0;  // its whole floor
 };
-// The candidates whose whole floor over nodes -- the allocator's pick among the free GPUs,
-// charged the placement's locality -- runs them faster than any size from their minimum,
-// doubling, that one node of their types has free, each with the types where it does: the floor
-// holds only there. Allowed every type, a 32-GPU floor justified by spread A100s was placed on
-// four V100 nodes, where resnet50 ran at 6.4 it/s for 6 hours instead of 22.7 on A100s. The floor is capped at one node because most
-// rings run slower spread (Gavel's spread V100 runs: 0.3-0.5x), not to keep a job from a faster
-// ring: Gavel's 8-GPU points of several models are 3-5x their 4-GPU ones (lm-b10 on V100: 121
-// it/s on 4, 615 on 8), and capped at 4 on 4-GPU nodes a short 8-GPU job ran at a third of its
-// speed alone (max finish-time fairness 2.85, Tiresias's 1.19). `free` is left as it was.
+// A candidate whose floor over nodes pays, and the types where it does.
 struct FloorFaster {
   size_t candidate = 0;
   std::vector<std::string> types;  // those of its types where the whole floor spread runs faster
 };
+// The candidates whose whole floor over nodes -- the allocator's pick among the free GPUs,
+// charged the placement's locality -- runs them faster than any size from their minimum,
+// doubling, that one node of their types has free, each with the types where it does: the floor
+// holds only there. Allowed every type, a 32-GPU floor justified by spread A100s was placed on
+// four V100 nodes, where resnet50 ran at 6.4 it/s for 6 hours instead of 22.7 on A100s. The floor
+// is capped at one node because most rings run slower spread (Gavel's spread V100 runs:
+// 0.3-0.5x), not to keep a job from a faster ring: Gavel's 8-GPU points of several models are
+// 3-5x their 4-GPU ones (lm-b10 on V100: 121 it/s on 4, 615 on 8), and capped at 4 on 4-GPU
+// nodes a short 8-GPU job ran at a third of its speed alone (max finish-time fairness 2.85,
+// Tiresias's 1.19). `free` is left as it was.
 std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const ThroughputModel& model,
-                                                  FreeGpus& free, const std::vector<FloorOverNodes>& candidates);
+                                                  FreeGpus& free,
+                                                  const std::vector<FloorOverNodes>& candidates);
 
 // The starvation bound (PlannerConfig::late_factor): the size elastic job j is admitted at
 // instead of its minimum `lo`, or 0. It applies when, run at its minimum from now on, the job
