@@ -446,7 +446,12 @@ Plan Planner::plan(const Snapshot& snap) const {
                         ": there it runs faster than on any one node's free GPUs";
       }
       PlacementResult pr = place_hetero(pp, seed, config_.samples, config_.seed);
-      undo_placement_swaps(pp, seed, pr);  // running jobs counted alike do not trade places
+      // Running jobs counted alike do not trade places.
+      std::vector<std::map<std::string, int>> held_types(known_todo.size());
+      for (size_t k = 0; k < known_todo.size(); ++k)
+        if (snap.jobs[known_todo[k]].state == JobState::Running)
+          held_types[k] = current_by_type(snap.jobs[known_todo[k]], nodes);
+      undo_placement_swaps(pp, seed, held_types, pr);
       std::vector<char> held_back(known_todo.size(), 0);
       held_back = hold_back_for_running(snap.jobs, known_todo, free_gpus, config_.preempt, pr);
       for (size_t k = 0; k < known_todo.size(); ++k) {

@@ -100,25 +100,13 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
 }
 
 int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts,
-                         PlacementResult& pr) {
+                         const std::vector<std::map<std::string, int>>& now, PlacementResult& pr) {
   using Shape = std::map<std::string, int>;  // GPUs per type
-  std::map<std::string, const std::string*> type_of;
-  for (const Node& nd : pp.cluster.nodes) type_of[nd.name] = &nd.gpu_type;
-  const size_t n = std::min({pp.jobs.size(), pr.jobs.size(), seed_counts.size()});
-  std::vector<Shape> now(n);
+  const size_t n = std::min({pp.jobs.size(), pr.jobs.size(), seed_counts.size(), now.size()});
   std::map<std::pair<Shape, Shape>, std::vector<size_t>> by_move;  // (now, planned) -> jobs
-  for (size_t k = 0; k < n; ++k) {
-    const PlacementJob& job = pp.jobs[k];
-    if (!job.running || job.current.empty() || pr.jobs[k].total == 0) continue;
-    bool known = true;
-    for (const auto& [node, g] : job.current) {
-      auto it = type_of.find(node);
-      if (it == type_of.end()) known = false;
-      else now[k][*it->second] += g;
-    }
-    if (known && now[k] != pr.jobs[k].gpus_by_type)
+  for (size_t k = 0; k < n; ++k)
+    if (pp.jobs[k].running && !now[k].empty() && pr.jobs[k].total > 0 && now[k] != pr.jobs[k].gpus_by_type)
       by_move[{now[k], pr.jobs[k].gpus_by_type}].push_back(k);
-  }
   // Whether job k may hold `shape`: its types, its size range, mixed only if it may mix.
   auto may_hold = [&](size_t k, const Shape& shape) {
     const PlacementJob& job = pp.jobs[k];

@@ -3,6 +3,7 @@
 // for running jobs when the plan may not stop them (PlannerConfig::preempt off).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,9 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
 // trace two transformer jobs of weeks swapped every 600 s (682 restarts each in one run), with
 // the cluster's throughput the same either way. Only the allocations (nodes, types, totals) are
 // exchanged; speeds and finish times in `pr` stay as the placement valued them (the planner reads
-// the allocations). Returns the number of pairs exchanged.
+// the allocations). `now[k]`: GPUs per type job k holds (empty: not running). Returns the number
+// of pairs exchanged.
 int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts,
-                         PlacementResult& pr);
+                         const std::vector<std::map<std::string, int>>& now, PlacementResult& pr);
 
 }  // namespace ringsched

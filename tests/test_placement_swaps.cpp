@@ -22,6 +22,7 @@ namespace {
 struct Swap {
   PlacementProblem pp;
   PlacementResult pr;
+  std::vector<std::map<std::string, int>> now = {{{"k80", 8}}, {{"k80", 4}}};  // GPUs per type held
   Swap(const std::map<std::string, int>& planned_a, const std::map<std::string, int>& planned_b) {
     for (const char* name : {"k80-1", "k80-2"}) pp.cluster.nodes.push_back(Node{name, "k80", 8});
     pp.cluster.nodes.push_back(Node{"p100-1", "p100", 8});
@@ -59,7 +60,7 @@ class PlacementSwapsTest : public CppUnit::TestFixture {
   void a_swap_of_jobs_counted_alike_is_undone() {
     // The placement put b on a's 8 K80s and a on 4 of b's node: exchanged, both stay in place.
     Swap s({{"k80-2", 4}}, {{"k80-1", 8}});
-    CPPUNIT_ASSERT_EQUAL(1, undo_placement_swaps(s.pp, {2, 2}, s.pr));
+    CPPUNIT_ASSERT_EQUAL(1, undo_placement_swaps(s.pp, {2, 2}, s.now, s.pr));
     CPPUNIT_ASSERT((s.pr.jobs[0].gpus_by_node == std::map<std::string, int>{{"k80-1", 8}}));
     CPPUNIT_ASSERT((s.pr.jobs[1].gpus_by_node == std::map<std::string, int>{{"k80-2", 4}}));
     CPPUNIT_ASSERT_EQUAL(8, s.pr.jobs[0].total);
@@ -69,22 +70,22 @@ class PlacementSwapsTest : public CppUnit::TestFixture {
   void other_moves_stand() {
     // The count step counted them differently (b is to grow): its decision, not a swap.
     Swap counted({{"k80-2", 4}}, {{"k80-1", 8}});
-    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(counted.pp, {4, 8}, counted.pr));
+    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(counted.pp, {4, 8}, counted.now, counted.pr));
     CPPUNIT_ASSERT_EQUAL(8, counted.pr.jobs[1].total);
     // a may no longer run on K80s (its allowed types narrowed to P100s): it cannot take back its
     // K80s, and nothing is exchanged.
     Swap narrowed({{"k80-2", 4}}, {{"k80-1", 8}});
     narrowed.pp.jobs[0].allowed_types = {"p100"};
-    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(narrowed.pp, {2, 2}, narrowed.pr));
+    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(narrowed.pp, {2, 2}, narrowed.now, narrowed.pr));
     CPPUNIT_ASSERT_EQUAL(4, narrowed.pr.jobs[0].total);
     // Not mirror images (a to 4 P100s, b to 8 K80s): both moves stand.
     Swap moved({{"p100-1", 4}}, {{"k80-1", 8}});
-    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(moved.pp, {2, 2}, moved.pr));
+    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(moved.pp, {2, 2}, moved.now, moved.pr));
     CPPUNIT_ASSERT_EQUAL(4, moved.pr.jobs[0].gpus_by_type.at("p100"));
     // a's maximum lowered to 4: it may not take its 8 back.
     Swap capped({{"k80-2", 4}}, {{"k80-1", 8}});
     capped.pp.jobs[0].max_gpus = 4;
-    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(capped.pp, {2, 2}, capped.pr));
+    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(capped.pp, {2, 2}, capped.now, capped.pr));
   }
 };
 
