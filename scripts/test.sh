@@ -7,7 +7,8 @@
 #                                     the Slurm integration tests on each release in
 #                                     $RINGSCHED_TEST_SLURM (default 26.05; "" for none), each
 #                                     built from ../shared/slurm by scripts/build-slurm.sh (cached)
-#                                     into ./build-VERSION
+#                                     into ./build-VERSION; a release without its tarball there
+#                                     counts as one skipped
 #   scripts/test.sh test_core         only the named test programs (after a first full run)
 #   scripts/test.sh --slurm=26.05     the suite on that Slurm (22.05: the installed one, ./build;
 #                                     24.11, 25.11, 26.05: ./build-VERSION); test names may follow
