@@ -6,6 +6,8 @@
 #   build-slurm.sh VERSION          e.g. 26.05 (or 26.05.3): build unless cached, print the prefix
 #   build-slurm.sh --path VERSION   print the prefix it would use, build nothing (exit 1 if not built)
 #   build-slurm.sh --list           the versions it has tarballs for
+#   build-slurm.sh --has VERSION    exit 0 if it has a tarball for VERSION, 1 if not, 2 if
+#                                   VERSION is not one
 #
 # The tarball is slurm-MAJOR-MINOR-*.tar.xz (SchedMD's release tags, e.g. slurm-26-05-3-1.tar.xz)
 # in $RINGSCHED_SLURM_TARBALLS (default: ../shared/slurm beside the checkout), checked against the
@@ -51,19 +53,24 @@ tarball_of() {  # VERSION (22.05-style or 22.05.8-style) -> newest matching tarb
   case "$major.$minor" in [0-9][0-9].[0-9][0-9]) ;; *) die "version '$v': expected MAJOR.MINOR[.MICRO], e.g. 26.05";; esac
   pattern="slurm-$major-$minor-${micro:+$micro-}*.tar.xz"
   # shellcheck disable=SC2086
-  (cd "$tarballs" 2>/dev/null && ls -1 $pattern 2>/dev/null) | sort -V | tail -n 1
+  { (cd "$tarballs" 2>/dev/null && ls -1 $pattern 2>/dev/null) || true; } | sort -V | tail -n 1
 }
 
 cmd=build
 case ${1:-} in
   --path) cmd=path; shift ;;
   --list)
-    (cd "$tarballs" 2>/dev/null && ls -1 slurm-*.tar.xz 2>/dev/null) |
+    { (cd "$tarballs" 2>/dev/null && ls -1 slurm-*.tar.xz 2>/dev/null) || true; } |
       sed -n 's/^slurm-\([0-9]*\)-\([0-9]*\)-\([0-9]*\)-.*\.tar\.xz$/\1.\2.\3/p' | sort -V
     exit 0 ;;
+  --has)
+    [ $# -eq 2 ] || die "usage: build-slurm.sh --has VERSION"
+    has=$(tarball_of "$2") || exit 2  # not a version: tarball_of said why
+    [ -n "$has" ]
+    exit ;;
   -h|--help|help) sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
-[ $# -eq 1 ] || die "usage: build-slurm.sh [--path] VERSION | --list | --help"
+[ $# -eq 1 ] || die "usage: build-slurm.sh [--path] VERSION | --has VERSION | --list | --help"
 version=$1
 name=$(tarball_of "$version")
 [ -n "$name" ] || die "no slurm-${version//./-}-*.tar.xz in $tarballs (build-slurm.sh --list; RINGSCHED_SLURM_TARBALLS)"

@@ -198,8 +198,9 @@ else
     for v in ${RINGSCHED_TEST_SLURM-26.05}; do
       # Its source tarball is not part of this repository: without it (a clone without
       # ../shared beside it) that version's tests cannot run, which is a skip, not a failure.
-      # A tarball that is there and does not build still fails.
-      if ! bash scripts/build-slurm.sh --list | grep -Eq "^${v//./\\.}(\\.|\$)"; then
+      # A tarball that is there and does not build still fails, as does a bad version.
+      bash scripts/build-slurm.sh --has "$v"
+      if [ $? -eq 1 ]; then
         log "Slurm $v: no source tarball in ${RINGSCHED_SLURM_TARBALLS:-../shared/slurm} (scripts/build-slurm.sh --list); its Slurm tests are skipped"
         skipped=$((${skipped:-0} + 1))
         continue
