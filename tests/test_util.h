@@ -56,14 +56,15 @@ inline bool contains(const std::string& s, const std::string& part) {
 
 // A file under ../shared/data (RINGSCHED_SHARED_DATA; the environment variable of the same name
 // overrides it). The data is not part of this repository: a clone without ../shared beside it
-// skips the tests that read it, naming the missing path, rather than failing them.
+// skips the tests that read it, naming the missing folder. Where the folder is there, a file
+// missing from it is not a skip: the test fails on it, as a loss of data should.
 inline std::string shared_data(const std::string& rel) {
   const char* env = std::getenv("RINGSCHED_SHARED_DATA");
-  std::string path = std::string(env && *env ? env : RINGSCHED_SHARED_DATA) + "/" + rel;
-  if (access(path.c_str(), R_OK) != 0)
-    RINGSCHED_SKIP("reference data " + path +
-                   " is missing (clone with ../shared beside the checkout, or set RINGSCHED_SHARED_DATA)");
-  return path;
+  const std::string root = env && *env ? env : RINGSCHED_SHARED_DATA;
+  if (access(root.c_str(), R_OK | X_OK) != 0)
+    RINGSCHED_SKIP("reference data folder " + root + " (for " + rel +
+                   ") is missing: clone with ../shared beside the checkout, or set RINGSCHED_SHARED_DATA");
+  return root + "/" + rel;
 }
 
 // A file of this repository.
