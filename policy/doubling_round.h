@@ -265,7 +265,7 @@ class DoublingRound {
   // of days displacing another (Philly's) cost up to 11% of avg JCT on the default sweep.
   // (Refusing also holds that take from a job what the fairness pass raised it to: grants move
   // from job to job round after round, x4 restarts and max FTF 70 -> 115 on the 2,000-job
-  // burst. Not kept; docs/ringsim.md.)
+  // burst. Not kept; docs/combined-sweep.md.)
   bool starves(const Assignment& plan, const Assignment& held, size_t j) const {
     for (size_t k = 0; k < plan.gpus.size(); ++k)
       if (plan.gpus[k] > 0 && held.gpus[k] == 0 && starving_before(k, j)) return true;

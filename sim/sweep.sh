@@ -14,7 +14,7 @@
 # engine, which charges every policy's allocation the placement's model.
 # --seeds S1,S2,...: the seeds of the traces and the planner (default 1; --full: 1,2,3).
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
-# Every event plans (--plan-gap 0), as the figures in docs/ringsim.md were measured; the plugin
+# Every event plans (--plan-gap 0), as the figures in docs/combined-*.md were measured; the plugin
 # and ringsim's default coalesce events within 2 s.
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
 # avg JCT over the best other policy's and over Tiresias's, per scenario), one JSON report per run.

@@ -60,7 +60,7 @@ struct PlannerConfig {
   // and requeue (Preempt in ringsched.conf), for jobs that run under ringrun. Off, or for a job
   // not stoppable, the plan keeps a running job running (an elastic one at its minimum or more)
   // and a fixed-size one where it is. On by default: on the --full sweep it gives lower avg JCT
-  // and finish-time fairness than without (docs/ringsim.md; ringsim's combined-nopreempt).
+  // and finish-time fairness than without (docs/combined-sweep.md; ringsim's combined-nopreempt).
   bool preempt = true;
 };
 
