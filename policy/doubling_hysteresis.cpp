@@ -96,8 +96,8 @@ void DoublingRound::merge_finishes(const std::vector<std::pair<double, int>>& so
 // repair or re-plan that valued a gain hold: a hold whose repaired plan stopped a job that had
 // just started passed as costing no one, the next sweep pinned that job back, and the shortage
 // fell on a starving 1-GPU job, the only one left unpinned (it waited 181 s for 283 s of work,
-// max finish-time fairness 1.36x Tiresias's; docs/combined-fairness.md). `kept_anyway`: those the plan
-// did not resize (their reasons are those of an unpinned job at its size).
+// max finish-time fairness 1.36x Tiresias's; docs/combined-fairness.md). `kept_anyway`: those
+// the plan did not resize (their reasons are those of an unpinned job at its size).
 Assignment DoublingRound::plan_with_interval_pins(std::vector<char>& pinned,
                                                   std::vector<char>& pinned_for_interval,
                                                   std::vector<char>& kept_anyway) const {

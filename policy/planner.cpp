@@ -383,7 +383,8 @@ Plan Planner::plan(const Snapshot& snap) const {
       // The fairness pass's size is a floor, but never above the most GPUs one node of the job's
       // types has free: a floor of 8 on 4-GPU nodes forced the placement to spread a late job
       // over two nodes (slower rings, and, running, it kept them), and cost more JCT, p99 and
-      // finish-time fairness on the default sweep than it saved (docs/combined-fairness.md, issue 15.2).
+      // finish-time fairness on the default sweep than it saved (docs/combined-sweep.md, "The
+      // fairness floor capped at one node"; issue 15.2).
       // Where only its slow types have room for the floor and fewer GPUs of a faster type would
       // run it faster, it runs on those types this round, from its minimum (floor_speed()).
       pj.allowed_types = views[i].types;
