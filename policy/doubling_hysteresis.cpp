@@ -133,15 +133,17 @@ DoublingResult DoublingRound::run_exact() {
   std::vector<char> pinned_for_interval(n, 0);
   std::vector<char> kept_anyway(n, 0);
   Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
+  std::vector<char> released(n, 0);  // lenders let go (lender_to_release()), not held again
   // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
-  for (size_t pass = 0; pass <= n; ++pass) {
+  // Each job is pinned at most once and released at most once: at most 2n passes.
+  for (size_t pass = 0; pass <= 2 * n; ++pass) {
     int worst = -1;
     bool worst_interval = false;
     double worst_gain = kInf;
     double base_cost = planning_cost(plan);
     for (size_t j = 0; j < n; ++j) {
       const DoublingJob& job = curves_.job(j);
-      if (!job.running || pinned[j] || !curves_.current_is_valid(j)) continue;
+      if (!job.running || pinned[j] || released[j] || !curves_.current_is_valid(j)) continue;
       if (plan.gpus[j] == job.current_gpus) continue;
       std::vector<char> held = pinned;
       held[j] = 1;
@@ -163,12 +165,21 @@ DoublingResult DoublingRound::run_exact() {
         worst_gain = gain;
       }
     }
-    if (worst < 0) break;
+    if (worst < 0) {
+      const int lender =
+          lender_to_release(plan, pinned, pinned_for_interval, kept_anyway, resize_gain);
+      if (lender < 0) break;
+      pinned[lender] = 0;
+      released[lender] = 1;
+      plan = plan_round(pinned);
+      continue;
+    }
     pinned[worst] = 1;
     pinned_for_interval[worst] = worst_interval;
     plan = plan_round(pinned);
   }
-  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain);
+  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain,
+                  released);
 }
 
 // Step 3 for large rounds. A plan with job j held at its current size differs from the plan
@@ -189,6 +200,7 @@ DoublingResult DoublingRound::run_incremental() {
   std::vector<char> pinned_for_interval(n, 0);
   std::vector<char> kept_anyway(n, 0);
   Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
+  std::vector<char> released(n, 0);
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     Assignment w = plan;  // the plan as repaired by this sweep's pins
     Margins m = index_margins(w, pinned);
@@ -201,7 +213,7 @@ DoublingResult DoublingRound::run_incremental() {
     };
     std::vector<Candidate> candidates;
     for (size_t j = 0; j < n; ++j) {
-      if (!is_resized(w, pinned, j)) continue;
+      if (!is_resized(w, pinned, j) || released[j]) continue;
       Held h = hold(w, pinned, m, static_cast<int>(j), w_cost);
       double gain = h.cost - w_cost + costs_.restart_s;
       candidates.push_back({too_soon(j), gain, static_cast<int>(j)});
@@ -231,10 +243,46 @@ DoublingResult DoublingRound::run_incremental() {
       working_finishes_.swap(held_finishes_);
       w_cost = h.cost;
     }
-    if (!pinned_any) break;
+    if (!pinned_any) {
+      const int lender =
+          lender_to_release(plan, pinned, pinned_for_interval, kept_anyway, resize_gain);
+      if (lender < 0) break;
+      pinned[lender] = 0;
+      released[lender] = 1;
+    }
     plan = plan_round(pinned);
   }
-  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain);
+  return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain,
+                  released);
+}
+
+int DoublingRound::lender_to_release(const Assignment& plan, const std::vector<char>& pinned,
+                                     const std::vector<char>& pinned_for_interval,
+                                     const std::vector<char>& kept_anyway,
+                                     const std::vector<double>& resize_gain) const {
+  // Within its request: at most its requested size (or the larger base the starvation bound
+  // raised it to).
+  auto request = [](const DoublingJob& d) {
+    return d.fair_max_gpus > 0 ? std::max(d.fair_max_gpus, d.requested) : d.requested;
+  };
+  std::set<int> stops_on;  // the sets of types on which the plan stops such a job for room
+  for (size_t k = 0; k < curves_.size(); ++k) {
+    const DoublingJob& d = curves_.job(k);
+    if (d.type_set >= 0 && d.running && d.stoppable && plan.gpus[k] == 0 &&
+        plan.wait_why[k] == WaitWhy::NoRoom && curves_.current_is_valid(k) &&
+        d.current_gpus <= request(d))
+      stops_on.insert(d.type_set);
+  }
+  if (stops_on.empty()) return -1;
+  int best = -1;
+  for (size_t j = 0; j < curves_.size(); ++j) {
+    const DoublingJob& d = curves_.job(j);
+    if (!pinned[j] || pinned_for_interval[j] || kept_anyway[j] || !d.running ||
+        d.fair_max_gpus <= 0 || d.current_gpus <= d.fair_max_gpus || !stops_on.count(d.type_set))
+      continue;
+    if (best < 0 || resize_gain[j] > resize_gain[best]) best = static_cast<int>(j);
+  }
+  return best;
 }
 
 // Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).

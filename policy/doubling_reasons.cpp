@@ -8,7 +8,8 @@ namespace doubling_internal {
 
 DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<char>& pinned,
                                        const std::vector<char>& pinned_for_interval,
-                                       const std::vector<double>& resize_gain) const {
+                                       const std::vector<double>& resize_gain,
+                                       const std::vector<char>& released) const {
   size_t n = curves_.size();
   DoublingResult r;
   r.gpus = a.gpus;
@@ -62,6 +63,10 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
       if (!curves_.current_is_valid(j))
         why = "resized " + move + ": " + std::to_string(job.current_gpus) +
               " GPUs is not one of its allowed sizes";
+      else if (released[j] && g < job.current_gpus)
+        why = "shrinks " + move + ": GPUs lent above its request of " +
+              std::to_string(job.fair_max_gpus) + " come back before a running job within its " +
+              "own request is stopped";
       else if (resize_gain[j] >= costs_.min_gain_multiple * costs_.restart_s)
         why = g > job.current_gpus
                   ? "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " +

@@ -136,27 +136,32 @@ Assignment DoublingRound::plan_round(const std::vector<char>& pinned) const {
 void DoublingRound::grant_fair_shares(Assignment& a, const std::vector<char>& pinned) const {
   size_t n = curves_.size();
   a.fair.assign(n, 0);
-  using Behind = std::tuple<double, int, int>;  // run time / fair time, -rank, job
+  using Behind = std::tuple<double, int, int, int>;  // run time / fair time, -rank, job, size
   std::priority_queue<Behind> heap;
   auto push = [&](size_t j) {
     const DoublingJob& job = curves_.job(j);
     int cur = a.gpus[j];
     if (cur <= 0 || !may_resize(j, pinned) || !(job.fair_time_s < kInf)) return;
+    // The next power of two that runs it faster, stepping over those that do not: an ncf job
+    // asked for 4 on T4s, where 2 GPUs run it slower than 1, stayed on 1 (max finish-time
+    // fairness 1.010x Tiresias's, efd t4x4 L0.5 s14; docs/combined-fairness.md).
+    const long top = std::min(job.fair_max_gpus, curves_.cap(j));
     long next = 2L * cur;
-    if (next > std::min(job.fair_max_gpus, curves_.cap(j)) || cur > a.free) return;
-    if (!(curves_.speed(j, static_cast<int>(next)) > curves_.speed(j, cur))) return;
+    while (next <= top && !(curves_.speed(j, static_cast<int>(next)) > curves_.speed(j, cur)))
+      next *= 2;
+    if (next > top || next - cur > a.free) return;
     double t = cost(j, cur);
     double behind = job.fair_time_s > 0 ? t / job.fair_time_s : kInf;
-    if (behind > 1) heap.emplace(behind, -rank_[j], static_cast<int>(j));
+    if (behind > 1) heap.emplace(behind, -rank_[j], static_cast<int>(j), static_cast<int>(next));
   };
   for (size_t j = 0; j < n; ++j) push(j);
   while (!heap.empty()) {
-    int j = std::get<2>(heap.top());
+    const int j = std::get<2>(heap.top()), next = std::get<3>(heap.top());
     heap.pop();
-    int cur = a.gpus[j];
-    if (cur > a.free) continue;  // free only falls: it cannot double in this pass
-    a.gpus[j] = 2 * cur;
-    a.free -= cur;
+    const int cur = a.gpus[j];
+    if (next - cur > a.free) continue;  // free only falls: it cannot grow in this pass
+    a.gpus[j] = next;
+    a.free -= next - cur;
     a.fair[j] = a.gpus[j];
     push(j);
   }

@@ -21,8 +21,9 @@
 //     Ours: a running job the starvation bound admitted (DoublingJob::admitted_late) goes before
 //     the waiting jobs that are not starving, wherever the policy order puts them.
 //     Ours, the fairness pass: of the GPUs admission left, the jobs that would miss their fair
-//     deadline at their size (run time > DoublingJob::fair_time_s) double first, the furthest
-//     behind (run time / fair time) first, up to their requested size (fair_max_gpus). Only
+//     deadline at their size (run time > DoublingJob::fair_time_s) double first (to the next
+//     power of two that is faster: a slower size is stepped over), the furthest behind (run
+//     time / fair time) first, up to their requested size (fair_max_gpus). Only
 //     GPUs no admitted job needs: it never keeps a job from starting. Step 2 may grow them
 //     further but never below (Assignment::low).
 //  2. Doubling. Repeatedly double the admitted elastic job with the largest time improvement per
@@ -282,6 +283,15 @@ class DoublingRound {
            curves_.run_time(k, curves_.base(k)) < curves_.run_time(j, curves_.job(j).current_gpus);
   }
 
+  // Lent GPUs come back (DoublingJob::type_set): when the plan stops a running job within its
+  // requested size, the job held by step 3 for its gain (not the interval) above its own request
+  // on the same set of types whose hold the plan values most; -1 if none. The caller lets it go
+  // and does not hold it again this round.
+  int lender_to_release(const Assignment& plan, const std::vector<char>& pinned,
+                        const std::vector<char>& pinned_for_interval,
+                        const std::vector<char>& kept_anyway,
+                        const std::vector<double>& resize_gain) const;
+
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
   Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
             double a_cost) const;
@@ -338,7 +348,8 @@ class DoublingRound {
 
   DoublingResult describe(const Assignment& a, const std::vector<char>& pinned,
                           const std::vector<char>& pinned_for_interval,
-                          const std::vector<double>& resize_gain) const;
+                          const std::vector<double>& resize_gain,
+                          const std::vector<char>& released) const;
 
   JobCurves curves_;
   ResizeCosts costs_;

@@ -166,6 +166,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
+    std::map<std::map<std::string, int>, int> type_sets;  // DoublingJob::type_set's numbering
     for (int i = 0; i < n; ++i) {
       const Job& j = snap.jobs[i];
       const JobView& v = views[i];
@@ -178,6 +179,11 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].stoppable = !dj[i].running || may_stop(i);
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
+      if (config_.policy == Policy::Combined && dj[i].running && v.known) {
+        std::map<std::string, int> on = current_by_type(j, nodes);
+        for (auto& [type, g] : on) g = 0;  // the set of types, not the counts
+        dj[i].type_set = type_sets.emplace(on, static_cast<int>(type_sets.size())).first->second;
+      }
       if (!impossible[i].empty()) {
         // It cannot run here at all: never give it GPUs.
         dj[i].stoppable = true;

@@ -36,6 +36,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(holdDoesNotStopAStarvingRunningJob);
   CPPUNIT_TEST(spreadJobWithItsOwnShapeIsGathered);
   CPPUNIT_TEST(intervalYieldsLentGpusToAStarvingArrival);
+  CPPUNIT_TEST(lentGpusComeBackBeforeAJobWithinItsRequestStops);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -295,6 +296,50 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, gp->gpus);
         CPPUNIT_ASSERT_MESSAGE(what, !gp->resize);
         CPPUNIT_ASSERT_MESSAGE(what, contains(gp->reason, "minimum interval"));
+      }
+    }
+  }
+
+  // 12 V100s, all busy: "lender" asked for 1 GPU and was grown to 8 (days of work left), "owner"
+  // runs on the 4 it asked for (an hour left). A 4-GPU job of 1,000 s arrives (not starving: it
+  // does not lose half its fair share by waiting for the interval). The plan's sum of
+  // finish times favours holding the lender at 8 and stopping the owner for the arrival; under
+  // combined the lent GPUs come back instead (DoublingJob::type_set, one set of types here).
+  // Doubling, which lends nothing back, stops the owner.
+  void lentGpusComeBackBeforeAJobWithinItsRequestStops() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double v1 = m.iters_per_s(model, "v100", 1), v4 = m.iters_per_s(model, "v100", 4);
+    for (Policy policy : {Policy::Combined, Policy::Doubling}) {
+      Snapshot s;
+      s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4},
+                         Node{"v100-3", "v100", 4}};
+      s.now_s = 10000;
+      Job lender = job("lender", model, 1, 8, 3 * 86400 * v1);
+      lender.iterations = 2 * lender.remaining;
+      lender.submit_s = s.now_s - 3600;
+      make_running(lender, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
+                   s.now_s - 3000);
+      Job owner = job("owner", model, 4, 4, 3600 * v4);
+      owner.iterations = 2 * owner.remaining;
+      owner.submit_s = s.now_s - 1800;
+      make_running(owner, plan_on({Placement{"v100-3", "v100", 4}}), s.now_s - 3000);
+      Job arrival = fixed_job("arrival", model, 4, 1000 * v4);
+      arrival.submit_s = s.now_s;
+      s.jobs = {lender, owner, arrival};
+      Plan p = plan_checked(s, policy, true);
+      const JobPlan *lp = p.find("lender"), *op = p.find("owner"), *ap = p.find("arrival");
+      const std::string what = std::string(policy_name(policy)) + ": lender: " + lp->reason +
+                               "; owner: " + op->reason + "; arrival: " + ap->reason;
+      CPPUNIT_ASSERT_MESSAGE(what, ap->runs);
+      if (policy == Policy::Combined) {
+        CPPUNIT_ASSERT_MESSAGE(what, op->runs);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, op->gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lp->gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "come back before a running job"));
+      } else {
+        CPPUNIT_ASSERT_MESSAGE(what, !op->runs);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp->gpus);
       }
     }
   }
