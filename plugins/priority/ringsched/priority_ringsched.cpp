@@ -18,7 +18,8 @@
 //      requeues; GPU counts and types change here, as SlurmUser (ringsched(8), RESIZES);
 //   5. the plan is written to PlanFile (plan_file.h) for ringsched(8).
 // No C++ exception crosses into slurmctld; with a bad ringsched.conf the plugin runs neutral
-// (age-based priorities only) and slurmctld keeps running.
+// (age-based priorities only) and slurmctld keeps running. The Slurm calls that read and change
+// a pending job's GPU request (step 4) are in pending_shape.cpp.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -34,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "pending_shape.h"
 #include "plan_file.h"
 #include "policy_holder.h"
 #include "resize_note.h"
@@ -59,6 +61,14 @@ void priority_p_job_end(job_record_t* job_ptr);
 }
 
 namespace {
+
+using ringsched::priority_internal::job_error;
+using ringsched::priority_internal::PendingShape;
+using ringsched::priority_internal::pending_shape;
+using ringsched::priority_internal::read_pending_shape;
+using ringsched::priority_internal::update_features;
+using ringsched::priority_internal::update_gres;
+using ringsched::priority_internal::update_num_nodes;
 
 // Priority bands. Age: one point per minute waited, so older jobs go first among equals.
 constexpr uint32_t kAgeBase = 1000;
@@ -122,31 +132,6 @@ bool is_handover(const job_record_t* job, const ringsched::PlannerNote& note) {
   if (!note.is_request() || job->priority != 0 || job->state_reason != WAIT_HELD_USER) return false;
   const ringsched::WrapperNote w = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
   return w.state == ringsched::WrapperNote::State::Requeued && w.at <= note.at;
-}
-
-// A pending job's GPU request as Slurm holds it: `nodes` nodes with `per_node` GPUs of `type`,
-// the type as a node feature (retypable) or in a typed gres request (fixed; see slurm_glue.h).
-struct PendingShape {
-  std::string type;
-  int per_node = 0;
-  int nodes = 0;
-  bool by_feature = false;
-  int gpus() const { return per_node * nodes; }
-  bool operator==(const PendingShape& o) const {
-    return type == o.type && per_node == o.per_node && nodes == o.nodes;
-  }
-  std::string str() const {
-    return std::to_string(nodes) + "x" + std::to_string(per_node) + " " + (type.empty() ? "gpu" : type);
-  }
-};
-
-PendingShape pending_shape(const ringsched::GpuShape& g) {
-  PendingShape p;
-  p.type = g.type;
-  p.nodes = std::max(1, g.nodes);
-  p.per_node = g.gpus / p.nodes;
-  p.by_feature = g.type_by_feature;
-  return p;
 }
 
 // What the planning thread remembers of the pending jobs it reshaped.
@@ -244,59 +229,6 @@ class PlanningThread {
 };
 
 PlanningThread* g_thread = nullptr;
-
-// One field of a pending job through Slurm's update RPC (Slurm validates it as for an admin).
-int update_num_nodes(uint32_t id, int nodes) {
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  ringsched::set_update_job_id(desc, id);
-  desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(nodes);  // NumNodes=N-N (DESIGN 4)
-  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
-}
-
-int update_gres(uint32_t id, const PendingShape& shape) {
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  ringsched::set_update_job_id(desc, id);
-  const std::string tres = ringsched::gpu_request(shape.type, shape.per_node, shape.by_feature).tres_per_node;
-  desc.tres_per_node = const_cast<char*>(tres.c_str());
-  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
-}
-
-int update_features(uint32_t id, const std::string& type) {
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  ringsched::set_update_job_id(desc, id);
-  desc.features = const_cast<char*>(type.c_str());
-  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
-}
-
-// The job's pending shape now, read back under the job read lock; false when it is gone or no
-// longer pending.
-bool read_pending_shape(uint32_t id, PendingShape& shape, bool* bad_constraints = nullptr) {
-  const slurmctld_lock_t job_read = ringsched::slurmctld_locks(NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK);
-  lock_slurmctld(job_read);
-  job_record_t* job = find_job_record(id);
-  const bool ok = job && IS_JOB_PENDING(job);
-  if (ok) {
-    shape = pending_shape(ringsched::job_gpu_shape(job));
-    if (bad_constraints) *bad_constraints = job->state_reason == FAIL_BAD_CONSTRAINTS;
-  }
-  unlock_slurmctld(job_read);
-  return ok;
-}
-
-// Errors name the job the way slurmctld does (%pJ).
-void job_error(uint32_t id, const std::string& what) {
-  const slurmctld_lock_t job_read = ringsched::slurmctld_locks(NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK);
-  lock_slurmctld(job_read);
-  job_record_t* job = find_job_record(id);
-  if (job)
-    error("priority/ringsched: %pJ: %s", job, what.c_str());
-  else
-    error("priority/ringsched: JobId=%u: %s", id, what.c_str());
-  unlock_slurmctld(job_read);
-}
 
 std::string PlanningThread::apply_shape(uint32_t id, const PendingShape& from, const PendingShape& to, bool* started) {
   // A typed gres request keeps its type (DESIGN 4); only a type given as a feature can change.
