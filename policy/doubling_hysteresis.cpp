@@ -133,7 +133,7 @@ DoublingResult DoublingRound::run_exact() {
   std::vector<char> pinned_for_interval(n, 0);
   std::vector<char> kept_anyway(n, 0);
   Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
-  std::vector<char> released(n, 0);  // lenders let go (lender_to_release()), not held again
+  std::vector<char> released(n, 0);  // lenders let go (release_lender()), not held again
   // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
   // Each job is pinned at most once and released at most once: at most 2n passes.
   for (size_t pass = 0; pass <= 2 * n; ++pass) {
@@ -166,11 +166,8 @@ DoublingResult DoublingRound::run_exact() {
       }
     }
     if (worst < 0) {
-      const int lender =
-          lender_to_release(plan, pinned, pinned_for_interval, kept_anyway, resize_gain);
-      if (lender < 0) break;
-      pinned[lender] = 0;
-      released[lender] = 1;
+      if (!release_lender(plan, pinned, pinned_for_interval, kept_anyway, resize_gain, released))
+        break;
       plan = plan_round(pinned);
       continue;
     }
@@ -243,23 +240,20 @@ DoublingResult DoublingRound::run_incremental() {
       working_finishes_.swap(held_finishes_);
       w_cost = h.cost;
     }
-    if (!pinned_any) {
-      const int lender =
-          lender_to_release(plan, pinned, pinned_for_interval, kept_anyway, resize_gain);
-      if (lender < 0) break;
-      pinned[lender] = 0;
-      released[lender] = 1;
-    }
+    if (!pinned_any &&
+        !release_lender(plan, pinned, pinned_for_interval, kept_anyway, resize_gain, released))
+      break;
     plan = plan_round(pinned);
   }
   return describe(plan, described_pins(pinned, kept_anyway), pinned_for_interval, resize_gain,
                   released);
 }
 
-int DoublingRound::lender_to_release(const Assignment& plan, const std::vector<char>& pinned,
-                                     const std::vector<char>& pinned_for_interval,
-                                     const std::vector<char>& kept_anyway,
-                                     const std::vector<double>& resize_gain) const {
+bool DoublingRound::release_lender(const Assignment& plan, std::vector<char>& pinned,
+                                   const std::vector<char>& pinned_for_interval,
+                                   const std::vector<char>& kept_anyway,
+                                   const std::vector<double>& resize_gain,
+                                   std::vector<char>& released) const {
   // Within its request: at most its requested size (or the larger base the starvation bound
   // raised it to).
   auto request = [](const DoublingJob& d) {
@@ -273,7 +267,7 @@ int DoublingRound::lender_to_release(const Assignment& plan, const std::vector<c
         d.current_gpus <= request(d))
       stops_on.insert(d.type_set);
   }
-  if (stops_on.empty()) return -1;
+  if (stops_on.empty()) return false;
   int best = -1;
   for (size_t j = 0; j < curves_.size(); ++j) {
     const DoublingJob& d = curves_.job(j);
@@ -282,7 +276,10 @@ int DoublingRound::lender_to_release(const Assignment& plan, const std::vector<c
       continue;
     if (best < 0 || resize_gain[j] > resize_gain[best]) best = static_cast<int>(j);
   }
-  return best;
+  if (best < 0) return false;
+  pinned[best] = 0;
+  released[best] = 1;
+  return true;
 }
 
 // Step 2's candidate: doubling j from `size` (same conditions as plan_round's push).

@@ -285,12 +285,13 @@ class DoublingRound {
 
   // Lent GPUs come back (DoublingJob::type_set): when the plan stops a running job within its
   // requested size, the job held by step 3 for its gain (not the interval) above its own request
-  // on the same set of types whose hold the plan values most; -1 if none. The caller lets it go
-  // and does not hold it again this round.
-  int lender_to_release(const Assignment& plan, const std::vector<char>& pinned,
-                        const std::vector<char>& pinned_for_interval,
-                        const std::vector<char>& kept_anyway,
-                        const std::vector<double>& resize_gain) const;
+  // on the same set of types whose hold the plan values most is let go (unpinned) and marked
+  // `released`, never to be held again this round. False if there is none; the caller
+  // re-plans otherwise.
+  bool release_lender(const Assignment& plan, std::vector<char>& pinned,
+                      const std::vector<char>& pinned_for_interval,
+                      const std::vector<char>& kept_anyway, const std::vector<double>& resize_gain,
+                      std::vector<char>& released) const;
 
   // The plan `a` with job j held at its current size, repaired as run_incremental() describes.
   Held hold(const Assignment& a, const std::vector<char>& pinned, const Margins& m, int j,
