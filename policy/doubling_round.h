@@ -284,10 +284,10 @@ class DoublingRound {
   }
 
   // Lent GPUs come back (DoublingJob::type_set): when the plan stops a running job within its
-  // requested size, the job held by step 3 for its gain (not the interval) above its own request
-  // on the same set of types whose hold the plan values most is let go (unpinned) and marked
-  // `released`, never to be held again this round. False if there is none; the caller
-  // re-plans otherwise.
+  // requested size, of the jobs held by step 3 for their gain (not the interval) above their own
+  // requests on the same set of types, the one whose shrink the plan gains most from (the
+  // largest resize_gain, the hold it values least) is let go (unpinned) and marked `released`,
+  // never to be held again this round. False if there is none; the caller re-plans otherwise.
   bool release_lender(const Assignment& plan, std::vector<char>& pinned,
                       const std::vector<char>& pinned_for_interval,
                       const std::vector<char>& kept_anyway, const std::vector<double>& resize_gain,

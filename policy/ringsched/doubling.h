@@ -57,9 +57,10 @@ struct DoublingJob {
   // size are lent: step 3 takes them back (lets the job shrink) before it stops a running job
   // within its own request on the same set of types. Without it a 4-GPU job of 12.6 hours was
   // stopped six times by arrivals of minutes while jobs that asked for 1 GPU held 4-8 for their
-  // gains (p99 JCT 1.053x Tiresias's, phillyd v100x4 L0.5 s5). Only within one set: on K80 +
-  // V100 nodes, V100s given back to a job running on K80s kept it there for 13 hours, the count
-  // being type-blind (avg JCT +28% on that run; docs/combined-fairness.md).
+  // gains (p99 JCT 1.053x Tiresias's, phillyd v100x4 L0.5 s5). Only within one set: the count
+  // does not see types, and on K80 + V100 nodes GPUs given back across types let a late job
+  // start on K80s instead of waiting 52 s for V100s; it ran there 13 hours (avg JCT +28% on that
+  // run; docs/combined-fairness.md).
   int type_set = -1;
 };
 
