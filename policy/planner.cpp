@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 
@@ -166,7 +168,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
-    std::map<std::map<std::string, int>, int> type_sets;  // DoublingJob::type_set's numbering
+    std::map<std::set<std::string>, int> type_sets;  // DoublingJob::type_set's numbering
     for (int i = 0; i < n; ++i) {
       const Job& j = snap.jobs[i];
       const JobView& v = views[i];
@@ -180,8 +182,8 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
       if (config_.policy == Policy::Combined && dj[i].running && v.known) {
-        std::map<std::string, int> on = current_by_type(j, nodes);
-        for (auto& [type, g] : on) g = 0;  // the set of types, not the counts
+        std::set<std::string> on;
+        for (const auto& [type, g] : current_by_type(j, nodes)) on.insert(type);
         dj[i].type_set = type_sets.emplace(on, static_cast<int>(type_sets.size())).first->second;
       }
       if (!impossible[i].empty()) {
