@@ -16,29 +16,37 @@ PendingShape pending_shape(const GpuShape& g) {
   return p;
 }
 
-int update_num_nodes(uint32_t id, int nodes) {
+namespace {
+
+// One update RPC for job `id`, with the fields `fill` sets on an otherwise empty description.
+template <typename Fill>
+int update_pending(uint32_t id, Fill fill) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
   set_update_job_id(desc, id);
-  desc.min_nodes = desc.max_nodes = static_cast<uint32_t>(nodes);  // NumNodes=N-N (DESIGN 4)
+  fill(desc);
   return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+}
+
+}  // namespace
+
+int update_num_nodes(uint32_t id, int nodes) {
+  return update_pending(id, [nodes](job_desc_msg_t& d) {
+    d.min_nodes = d.max_nodes = static_cast<uint32_t>(nodes);  // NumNodes=N-N (DESIGN 4)
+  });
 }
 
 int update_gres(uint32_t id, const PendingShape& shape) {
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  set_update_job_id(desc, id);
   const std::string tres = gpu_request(shape.type, shape.per_node, shape.by_feature).tres_per_node;
-  desc.tres_per_node = const_cast<char*>(tres.c_str());
-  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+  return update_pending(id, [&tres](job_desc_msg_t& d) {
+    d.tres_per_node = const_cast<char*>(tres.c_str());
+  });
 }
 
 int update_features(uint32_t id, const std::string& type) {
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  set_update_job_id(desc, id);
-  desc.features = const_cast<char*>(type.c_str());
-  return slurm_update_job(&desc) == SLURM_SUCCESS ? SLURM_SUCCESS : slurm_get_errno();
+  return update_pending(id, [&type](job_desc_msg_t& d) {
+    d.features = const_cast<char*>(type.c_str());
+  });
 }
 
 bool read_pending_shape(uint32_t id, PendingShape& shape, bool* bad_constraints) {
