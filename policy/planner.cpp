@@ -400,6 +400,10 @@ Plan Planner::plan(const Snapshot& snap) const {
       if (j.elastic && fair_floor[i] > 0) {
         const int whole = std::min(counts[i], fair_floor[i]);
         int floor = std::min(whole, free_gpus.most_on_one_node(views[i].types));
+        // A size the ring may run at: one node with 3 free GPUs gave a floor of 3, the placement
+        // ran the job on 3 and the next round resized it to 2, a restart for nothing (phillyd
+        // v100x4 L1 s32: a job asked for 4 went 2 -> 3 -> 2 -> 3 -> 4 -> 3 -> 2 in 4,000 s).
+        if (config_.power_of_two && floor > 0) floor = floor_power_of_two(floor);
         if (floor < whole && whole > pj.min_gpus && free_gpus.free_of(views[i].types) >= whole)
           over_nodes_whole = whole;
         if (floor > pj.min_gpus) {
@@ -487,7 +491,7 @@ Plan Planner::plan(const Snapshot& snap) const {
                       " counted: the placement's sum of finish times, with locality and GPU "
                       "types, is lower so" +
                       (floor_capped.count(i) ? " (its floor is " + std::to_string(floor_capped[i]) +
-                                                   ", the most one node of its types has free)"
+                                                   ", the most one node of its types has free, as a ring size)"
                                              : std::string());
           plan.jobs[i].reason = count_reason[i] + "; placed on " + how +
                                 (plan.jobs[i].gpus_by_type.size() > 1

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The floor the fairness pass and the starvation bound give a late job, as the placement gets it
 // (planner.cpp): over nodes (policy/planner_steps.h, floors_faster_over_nodes()) only on the
-// types where the spread ring beats every size one node holds.
+// types where the spread ring beats every size one node holds; capped at one node, a size the
+// ring may run at.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ using namespace planner_fixtures;
 class PlannerFloorsTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(PlannerFloorsTest);
   CPPUNIT_TEST(floor_over_nodes_only_on_the_types_where_it_is_faster);
+  CPPUNIT_TEST(floor_capped_at_one_node_is_a_power_of_two);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -61,6 +63,38 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
     }
     CPPUNIT_ASSERT_MESSAGE(std::to_string(none) + " models never faster spread", some_types > 0);
     CPPUNIT_ASSERT_MESSAGE(std::to_string(some_types) + " models faster spread on some types", none > 0);
+  }
+
+  // Two nodes of 4 V100s, one GPU of each held by a running fixed-size job: 3 free on each. A
+  // job asked for 4 that has waited long is behind its fair share: the fairness pass gives it a
+  // floor of 4, which one node caps at its 3 free GPUs. The placement took 3 as the job's minimum and ran it on 3 GPUs, a size a ring
+  // job may not have: the next round resized it to 2 (a restart for nothing, again and again
+  // in phillyd v100x4 L1 s32). The cap is a power of two: 2 on one node, or 4 over both.
+  void floor_capped_at_one_node_is_a_power_of_two() {
+    Cluster c;
+    for (int i = 0; i < 2; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    for (const std::string model : {"transformer-b64", "resnet50-b64", "recommendation-b8192"}) {
+      Snapshot s;
+      s.cluster = c;
+      s.now_s = 1e5;
+      s.jobs = {job("late", model, 1, 32, 2e5)};
+      s.jobs[0].requested_gpus = 4;
+      s.jobs[0].submit_s = 0;
+      for (int i = 0; i < 2; ++i) {
+        Job fixed = job("fixed" + std::to_string(i), "resnet18-b64", 1, 1, 1e9);
+        fixed.elastic = false;
+        make_running(fixed, plan_on({Placement{"v100-" + std::to_string(i), "v100", 1}}), 0);
+        s.jobs.push_back(fixed);
+      }
+      PlannerConfig cfg;
+      cfg.policy = Policy::Combined;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, c);
+      const JobPlan& late = p.jobs[0];
+      CPPUNIT_ASSERT_MESSAGE(model + ": " + late.reason, contains(late.reason, "its floor is 2, the most one node"));
+      CPPUNIT_ASSERT_MESSAGE(model + ": " + late.reason, late.runs && is_power_of_two(late.gpus));
+      CPPUNIT_ASSERT_MESSAGE(model + ": " + late.reason, p.jobs[1].runs && p.jobs[2].runs);
+    }
   }
 };
 
