@@ -23,6 +23,7 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(PlannerFloorsTest);
   CPPUNIT_TEST(floor_over_nodes_only_on_the_types_where_it_is_faster);
   CPPUNIT_TEST(floor_capped_at_one_node_is_a_power_of_two);
+  CPPUNIT_TEST(a_grow_spread_over_nodes_that_runs_no_faster_is_found);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -95,6 +96,55 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_MESSAGE(model + ": " + late.reason, late.runs && is_power_of_two(late.gpus));
       CPPUNIT_ASSERT_MESSAGE(model + ": " + late.reason, p.jobs[1].runs && p.jobs[2].runs);
     }
+  }
+
+  // Every Gavel model with V100 points, running on 1 GPU of a node and planned on 4 GPUs: 2 + 2
+  // over two nodes is found exactly where that ring, with the placement's locality charge, runs
+  // it no faster than its one GPU; 4 on one node never (no locality to lose), nor a job that
+  // keeps its size. Some model must fall on each side. Running on 2 GPUs, the spread 4 is found
+  // only where it is no faster than one GPU either: a ring slower than its 2 but faster than one
+  // GPU is left to the placement (step 2b gathers it later); some model must be such a ring.
+  void a_grow_spread_over_nodes_that_runs_no_faster_is_found() {
+    Cluster c;
+    for (int i = 0; i < 2; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    const NodeIndex nodes(c);
+    ThroughputModel m(gavel());
+    int slower = 0, faster = 0, left_to_gather = 0;
+    for (const std::string& model : gavel().models()) {
+      if (!gavel().has(model, "v100")) continue;
+      Snapshot s;
+      s.cluster = c;
+      s.jobs = {job("j", model, 1, 8)};
+      make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 1}}), 0);
+      JobView v;
+      v.job = &s.jobs[0];
+      v.types = {"v100"};
+      v.best_type = "v100";
+      v.known = true;
+      Plan plan;
+      plan.jobs.resize(1);
+      const std::map<std::string, int> spread = {{"v100-0", 2}, {"v100-1", 2}};
+      PlacementLocality locality(c, m, {{model, {"v100"}}});
+      const bool expected = m.iters_per_s(model, "v100", 4) * locality.factor(0, spread) <=
+                            m.iters_per_s(model, "v100", 1);
+      (expected ? slower : faster)++;
+      set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected, grows_no_faster(c, m, nodes, s, plan, {v}).size() == 1);
+      set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 4}});
+      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}).empty());
+      const double v4 = m.iters_per_s(model, "v100", 4) * locality.factor(0, spread);
+      make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 2}}), 0);
+      set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
+      const bool on_two = v4 <= m.iters_per_s(model, "v100", 2) && v4 <= m.iters_per_s(model, "v100", 1);
+      left_to_gather += v4 < m.iters_per_s(model, "v100", 2) && !on_two;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, on_two, grows_no_faster(c, m, nodes, s, plan, {v}).size() == 1);
+      make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}}), 0);
+      set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
+      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}).empty());
+    }
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(faster) + " faster spread", slower > 0);
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(slower) + " no faster spread", faster > 0);
+    CPPUNIT_ASSERT(left_to_gather > 0);
   }
 };
 
