@@ -333,6 +333,19 @@ stepd_pids() {
   done
 }
 
+# Daemons started with this cluster's slurm.conf. "scontrol reconfigure" makes slurmctld and each
+# slurmd (Slurm 23.11 and later) start a new process that writes the PID file only after a
+# moment: a "down" in that window stopped the old PIDs, and the new slurmctld outlived the test
+# that reconfigured (seen with 25.11).
+conf_pids() {
+  local p
+  for p in /proc/[0-9]*; do
+    case $(cat "$p/comm" 2>/dev/null) in slurmctld | slurmd) ;; *) continue ;; esac
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-f $state/slurm.conf" && basename "$p"
+  done
+  return 0
+}
+
 cmd_down() {
   if pid_alive "$(pid_of slurmctld)"; then
     scancel --quiet --full --state=RUNNING "--user=$(id -un)" 2>/dev/null || true
@@ -342,7 +355,14 @@ cmd_down() {
   # slurmd before slurmctld (DESIGN 4).
   stop_pids $(for n in $(node_names); do echo "slurmd-$n"; done)
   stop_pids slurmctld
-  local p
+  local p left
+  left=$(conf_pids)
+  if [ -n "$left" ]; then
+    kill -TERM $left 2>/dev/null || true
+    for _ in $(seq 50); do [ -z "$(conf_pids)" ] && break; sleep 0.1; done
+    left=$(conf_pids)
+    [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
+  fi
   for p in $(stepd_pids); do kill -KILL "$p" 2>/dev/null || true; done
   stop_pids munged
   rm -f "$state/plan.json"

@@ -160,6 +160,7 @@ class SlurmClusterTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testUserCannotRetypeRingJob);
   CPPUNIT_TEST(testPendingTypeDoesNotFlip);
   CPPUNIT_TEST(testManyPendingJobsAllStart);
+  CPPUNIT_TEST(testDownAfterReconfigureLeavesNoDaemon);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -625,6 +626,45 @@ class SlurmClusterTest : public CppUnit::TestFixture {
     }, 120, 1.0);
     CPPUNIT_ASSERT_MESSAGE("BadConstraints:" + bad, bad.empty());
     CPPUNIT_ASSERT_MESSAGE("not finished (COMPLETED):" + left, left.empty());
+  }
+
+  // The harness's "down" stops every daemon of the cluster, also right after a reconfigure: from
+  // Slurm 23.11 slurmctld then starts a new process, which writes the PID file only after a
+  // moment, and a slurmctld started so outlived its test program (25.11's test_slurm_elastic,
+  // whose last test reconfigures on its way out). The window is made to last here: the PID file
+  // is given back its old PID. Last of the program: the cluster comes up again afterwards.
+  void testDownAfterReconfigureLeavesNoDaemon() {
+    const std::string pid_file = cluster().dir() + "/slurmctld.pid";
+    auto read_pid = [&] {
+      std::ifstream in(pid_file);
+      std::string pid;
+      in >> pid;
+      return pid;
+    };
+    const std::string old_pid = read_pid();
+    CPPUNIT_ASSERT(!old_pid.empty());
+    const ringtest::CommandResult r = cluster().run("scontrol reconfigure");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(r.out, 0, r.rc);
+    // 22.05 keeps its process; later versions show the new PID within seconds.
+    SlurmTestCluster::wait_for([&] { return read_pid() != old_pid && cluster().ctld_up(); }, 15);
+    std::ofstream(pid_file) << old_pid << "\n";
+    const std::string harness = std::string(RINGSCHED_SRCDIR) + "/scripts/testcluster.sh";
+    const ringtest::CommandResult down = cluster().run(harness + " down");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(down.out, 0, down.rc);
+    const std::string conf = "-f " + cluster().dir() + "/slurm.conf";
+    const std::string find = "for p in /proc/[0-9]*; do case $(cat $p/comm 2>/dev/null) in slurmctld|slurmd) "
+                             "tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- '" + conf +
+                             "' && echo ${p#/proc/};; esac; done; true";
+    std::string left;
+    const bool none = SlurmTestCluster::wait_for([&] {
+      left = cluster().run(find).out;
+      return left.empty();
+    }, 10);
+    if (!none) cluster().run("kill -KILL " + left);  // not into the next program's ports
+    const ringtest::CommandResult up = cluster().run(harness + " up --plugins --builddir=" + RINGSCHED_BUILDDIR);
+    CPPUNIT_ASSERT_MESSAGE("daemons left after down: " + left, none);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(up.out, 0, up.rc);
+    CPPUNIT_ASSERT(cluster().ctld_up());
   }
 };
 
