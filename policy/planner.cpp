@@ -333,6 +333,15 @@ Plan Planner::plan(const Snapshot& snap) const {
     set_from_placement(plan.jobs[i], pl);
     return true;
   };
+  // A running job the placement put elsewhere, back on the GPUs it holds where they are still
+  // free (the plan's GPUs given back); else it stays as planned.
+  auto back_in_place = [&](int i) {
+    const std::vector<Placement> planned = plan.jobs[i].placement;
+    for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), -p.gpus);
+    if (keep_in_place(i)) return true;
+    for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), p.gpus);
+    return false;
+  };
   for (int i = 0; i < n; ++i) {
     if (counts[i] != snap.jobs[i].current_gpus || !keep_in_place(i)) continue;
     plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
@@ -490,9 +499,10 @@ Plan Planner::plan(const Snapshot& snap) const {
                       std::to_string(counts[i]) +
                       " counted: the placement's sum of finish times, with locality and GPU "
                       "types, is lower so" +
-                      (floor_capped.count(i) ? " (its floor is " + std::to_string(floor_capped[i]) +
-                                                   ", the most one node of its types has free, as a ring size)"
-                                             : std::string());
+                      (floor_capped.count(i)
+                           ? " (its floor is " + std::to_string(floor_capped[i]) +
+                                 ", the most one node of its types has free, as a ring size)"
+                           : std::string());
           plan.jobs[i].reason = count_reason[i] + "; placed on " + how +
                                 (plan.jobs[i].gpus_by_type.size() > 1
                                      ? " with the batch split by GPU speed"
@@ -582,22 +592,18 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
-  // Combined: a grow the placement spread over nodes where the job's ring runs no faster than on
-  // the GPUs it holds is not made (grows_no_faster()). ncf on T4s, grown 1 -> 4 for its fair
-  // share onto 2 + 2 GPUs of two nodes, ran there at 23 iterations/s where its one GPU ran 47, for
-  // the 27,500 s left (efd t4x4 L1 s13: max FTF 1.98 of its time alone).
+  // Combined: a grow the placement spread over nodes where the job's ring runs slower than one
+  // GPU is not made (grows_no_faster()). ncf on T4s, grown 1 -> 4 for its fair share onto 2 + 2
+  // GPUs of two nodes (9 iterations/s by the locality charge, 47 on its one GPU), ran so for
+  // 19,400 s until a node had 4 free (efd t4x4 L1 s13: max FTF 1.98 of its time alone).
   if (config_.policy == Policy::Combined)
     for (int i : grows_no_faster(cluster, model, nodes, snap, plan, views)) {
       JobPlan& jp = plan.jobs[i];
       const std::string was = std::to_string(jp.gpus) + " GPUs over " +
                               std::to_string(jp.placement.size()) + " nodes";
-      for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), -p.gpus);
-      if (keep_in_place(i)) {
+      if (back_in_place(i))
         jp.reason = "keeps its " + std::to_string(jp.gpus) + " GPUs: the " + was +
                     " planned would run its ring no faster";
-        continue;
-      }
-      for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
     }
 
   // A running job that may not be stopped, left without GPUs (no room for its planned size),
@@ -620,10 +626,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (frozen[i] || !jp.runs || j.state != JobState::Running || jp.gpus != j.current_gpus ||
         jp.gpus_by_type != current_by_type(j, nodes))
       continue;
-    const std::vector<Placement> planned = jp.placement;
-    for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), -p.gpus);
-    if (!keep_in_place(i))
-      for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), p.gpus);
+    back_in_place(i);
   }
 
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over

@@ -282,7 +282,8 @@ std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& 
     bool known_nodes = true;
     for (const auto& [node, g] : j.gpus_by_node) known_nodes = known_nodes && nodes.find(node) >= 0;
     if (!known_nodes) continue;
-    const double now = model.iters_per_s_mixed(j.model, current_by_type(j, nodes)) *
+    const std::map<std::string, int> held = current_by_type(j, nodes);
+    const double now = model.iters_per_s_mixed(j.model, held) *
                        locality.factor(static_cast<int>(s), j.gpus_by_node);
     const double then = model.iters_per_s_mixed(j.model, jp.gpus_by_type) *
                         locality.factor(static_cast<int>(s), planned);
@@ -292,8 +293,8 @@ std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& 
     // on its 2, it waited there for a node with 4 free GPUs that never came, max FTF 1.61 in
     // phillyd v100x4 L0.5 s1). Not a ring slower than one GPU of the types it has.
     double one = 0;
-    for (const auto& [t, g] : current_by_type(j, nodes)) one = std::max(one, model.iters_per_s(j.model, t, 1));
-    if (now > 0 && then <= now && then <= one) out.push_back(i);
+    for (const auto& [t, g] : held) one = std::max(one, model.iters_per_s(j.model, t, 1));
+    if (now > 0 && then <= std::min(now, one)) out.push_back(i);
   }
   return out;
 }

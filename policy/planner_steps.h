@@ -155,8 +155,9 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);
 
 // The running jobs (indices into snap.jobs) that `plan` grows onto GPUs over several nodes where
-// their ring runs no faster than on the GPUs they hold now: the locality of the spread ring costs
-// more than the added GPUs give (what the count round cannot see, counting GPUs alone).
+// their ring runs no faster than on the GPUs they hold now, nor than on one GPU of those types:
+// the locality of the spread ring costs more than the added GPUs give (what the count round
+// cannot see, counting GPUs alone).
 std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& model,
                                  const NodeIndex& nodes, const Snapshot& snap, const Plan& plan,
                                  const std::vector<JobView>& views);
