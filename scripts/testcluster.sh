@@ -308,20 +308,26 @@ wait_ready() {
 
 # Stops daemons by their recorded PIDs, all at once: TERM, then KILL after a 10 s grace period.
 stop_pids() {
-  local name pids=() i
-  for name in "$@"; do
-    local pid
-    pid=$(pid_of "$name")
+  local name pids=()
+  for name in "$@"; do pids+=("$(pid_of "$name")"); done
+  stop_processes "${pids[@]}"
+  for name in "$@"; do rm -f "$state/$name.pid"; done
+}
+
+# TERM to each PID alive, KILL to those still alive 10 s later.
+stop_processes() {
+  local pids=() pid i
+  for pid in "$@"; do
     if pid_alive "$pid"; then kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); fi
   done
   for ((i = 0; i < 100; i++)); do
-    local alive=0 pid
+    local alive=0
     for pid in "${pids[@]}"; do pid_alive "$pid" && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.1
   done
   for pid in "${pids[@]}"; do pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null; done
-  for name in "$@"; do rm -f "$state/$name.pid"; done
+  return 0
 }
 
 # slurmstepd processes of this cluster (job steps) keep sockets in its spool directory.
@@ -341,7 +347,7 @@ conf_pids() {
   local p
   for p in /proc/[0-9]*; do
     case $(cat "$p/comm" 2>/dev/null) in slurmctld | slurmd) ;; *) continue ;; esac
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-f $state/slurm.conf" && basename "$p"
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "-f $state/slurm.conf " && basename "$p"
   done
   return 0
 }
@@ -355,14 +361,9 @@ cmd_down() {
   # slurmd before slurmctld (DESIGN 4).
   stop_pids $(for n in $(node_names); do echo "slurmd-$n"; done)
   stop_pids slurmctld
-  local p left
-  left=$(conf_pids)
-  if [ -n "$left" ]; then
-    kill -TERM $left 2>/dev/null || true
-    for _ in $(seq 50); do [ -z "$(conf_pids)" ] && break; sleep 0.1; done
-    left=$(conf_pids)
-    [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
-  fi
+  local p
+  # shellcheck disable=SC2046 # one PID per word
+  stop_processes $(conf_pids)
   for p in $(stepd_pids); do kill -KILL "$p" 2>/dev/null || true; done
   stop_pids munged
   rm -f "$state/plan.json"
