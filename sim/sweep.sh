@@ -5,7 +5,7 @@
 # seeds, under every policy; then one summary table, worst case first (issue 15, point 2).
 # Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]
-#     [--links INTRA,INTER] [--seeds S1,S2,...]
+#     [--links INTRA,INTER] [--seeds S1,S2,...] [--families F1,F2,...]
 # Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on its first cluster (about
 # 1 minute of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
 # 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
@@ -13,6 +13,8 @@
 # 100 and 12.5); e.g. 100,100 takes the locality charge out of the placement and of ringsim's
 # engine, which charges every policy's allocation the placement's model.
 # --seeds S1,S2,...: the seeds of the traces and the planner (default 1; --full: 1,2,3).
+# --families F1,F2,...: only these workload families (below; default all). Gavel's Philly trace
+# (philly) takes most of the time: minutes per run at load 2, with every policy.
 # Load: every job's iterations x L at the same arrival times (L = 1: the trace as imported).
 # Every event plans (--plan-gap 0), as the figures in docs/combined-*.md were measured; the plugin
 # and ringsim's default coalesce events within 2 s.
@@ -21,11 +23,12 @@
 set -eu
 RINGSIM=${RINGSIM:-sim/ringsim}
 DATA=${RINGSCHED_SHARED_DATA:-../shared/data}
-OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER] [--seeds S1,S2,...]}
+OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER] [--seeds S1,S2,...] [--families F1,F2,...]}
 shift
 FULL=0
 LINKS=
 SEED_LIST=
+FAMILIES=
 POLICIES=fifo,tiresias,optimus,besttype,static,doubling,hetero,combined
 while [ $# -gt 0 ]; do
   case $1 in
@@ -37,6 +40,12 @@ while [ $# -gt 0 ]; do
   --seeds) SEED_LIST=${2:?--seeds needs a list}; shift
     echo "$SEED_LIST" | grep -Eq '^[0-9]+(,[0-9]+)*$' ||
       { echo "sweep.sh: --seeds wants whole numbers separated by commas (got '$SEED_LIST')" >&2; exit 2; } ;;
+  --families) FAMILIES=${2:?--families needs a list}; shift
+    for f in $(echo "$FAMILIES" | tr , ' '); do
+      case $f in philly|phillyd|itp01|itp02|itp03|efd|mix5) ;;
+      *) echo "sweep.sh: unknown family '$f' (philly, phillyd, itp01, itp02, itp03, efd, mix5)" >&2; exit 2 ;;
+      esac
+    done ;;
   *) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -109,6 +118,7 @@ efd:$EF:t4x4,a100t4x4
 mix5:$GAVEL,$EF:five"
 
 echo "$families" | while IFS=: read fam prof clusters; do
+  [ -z "$FAMILIES" ] || case ",$FAMILIES," in *,"$fam",*) ;; *) continue ;; esac
   [ $FULL = 1 ] || clusters=${clusters%%,*}
   for seed in $SEEDS; do
     base=$(trace_of "$fam" "$seed")
