@@ -66,7 +66,7 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
       else if (released[j] && g < job.current_gpus)
         why = "shrinks " + move + ": GPUs lent above its request of " +
               std::to_string(job.fair_max_gpus) + " come back before a running job within its " +
-              "own request is stopped";
+              "own request is stopped or shrunk";
       else if (resize_gain[j] >= costs_.min_gain_multiple * costs_.restart_s)
         why = g > job.current_gpus
                   ? "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " +

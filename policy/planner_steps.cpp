@@ -229,20 +229,16 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
 
 int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
                                     double now_s) {
-  bool someone_starves = false;
-  for (const DoublingJob& d : jobs) someone_starves |= !d.running && d.starving;
-  if (!someone_starves) return 0;
-  const double grace_s = costs.min_gain_multiple * costs.restart_s;
   int marked = 0;
   for (DoublingJob& d : jobs) {
     const double since_s = now_s - d.last_resize_s;
     const int floor = std::max(d.fair_max_gpus, d.min_gpus);
     if (!d.running || !d.elastic || d.fair_max_gpus <= 0 || d.current_gpus <= floor ||
-        !(since_s < costs.min_interval_s) || since_s < grace_s)
+        !(since_s < costs.min_interval_s))
       continue;
     d.min_gpus = d.requested = floor;
     d.max_gpus = d.current_gpus;
-    d.interval_yields_to_starving = true;
+    d.interval_yields = true;
     ++marked;
   }
   return marked;

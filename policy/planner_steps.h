@@ -117,18 +117,18 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
                         const std::string& type, int lo, int want, int cap, double waited_s,
                         double alone_s);
 
-// Lent GPUs come back within the minimum interval for a starving arrival. The interval keeps a
-// job that has just started or resized at its size (it restarts at most once per interval), so
-// jobs the doubling grew above their requests while no one waited held every GPU until it
-// passed: on a 64-T4 cluster, three jobs grown 217 s earlier held 54 GPUs above their requests
-// while a 1-GPU job of 257 s waited 294 s (finish-time fairness 1.98; Tiresias's worst 1.22).
-// When some waiting job is starving (DoublingJob::starving), each running elastic job above
-// its fair_max_gpus (its requested size as the fairness pass counts it; 0: none), resized at
-// least min_gain_multiple x restart cost ago (it has run at its size for twice what the restart
-// took; after 30 s instead, restarts rose 22%) and less than the interval ago, gets
-// interval_yields_to_starving, its minimum raised to that size and its maximum lowered to its
-// current size: it may only give GPUs back, and only where holding it would keep a starving job
-// waiting. Returns how many jobs it marked.
+// Lent GPUs come back within the minimum interval. The interval keeps a job that has just
+// started or resized at its size (it restarts at most once per interval), so jobs the doubling
+// grew above their requests while no one waited held every GPU until it passed: on a 64-T4
+// cluster, three jobs grown 217 s earlier held 54 GPUs above their requests while a 1-GPU job of
+// 257 s waited 294 s (finish-time fairness 1.98; Tiresias's worst 1.22); and a 4-GPU job of 12.6
+// hours within its request was stopped for an arrival while two jobs that asked for 1 GPU,
+// resized 206 s before, held 2 and 4 (p99 JCT 1.016x Tiresias's, phillyd v100x4 L0.5 s5). Each
+// running elastic job above its fair_max_gpus (its requested size as the fairness pass counts
+// it; 0: none) resized less than the interval ago gets interval_yields, its minimum raised to
+// that size and its maximum lowered to its current size: it may only give GPUs back, and only
+// where step 3 finds that holding it would keep a starving job waiting or squeeze a running job
+// within its request (doubling_round.h). Returns how many jobs it marked.
 int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
                                     double now_s);
 

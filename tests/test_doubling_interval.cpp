@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The doubling round's minimum interval (policy/doubling_round.h, step 3) yielding GPUs a job was
-// lent to a starving job (DoublingJob::interval_yields_to_starving).
+// lent to a starving job (DoublingJob::interval_yields).
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <string>
@@ -27,7 +27,7 @@ class DoublingIntervalTest : public CppUnit::TestFixture {
     s.elastic = false;
     for_each_mark_and_starving(
         running(elastic(1e5, 2, 8, linear), 8, 0.0), s, 8, 100.0,
-        [](DoublingJob& g, bool on) { g.interval_yields_to_starving = on; },
+        [](DoublingJob& g, bool on) { g.interval_yields = on; },
         [](bool marked, bool starving, const DoublingResult& r, const std::string& what) {
           if (marked && starving) {
             CPPUNIT_ASSERT_MESSAGE(what, r.gpus[1] == 1);

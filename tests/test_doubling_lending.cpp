@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // GPUs lent above a job's request come back before a running job within its own request is
-// stopped (DoublingJob::type_set), and the fairness pass steps over a size that is no faster.
+// stopped or shrunk (DoublingJob::type_set), within the minimum interval too
+// (DoublingJob::interval_yields), and the fairness pass steps over a size that is no faster.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@ using namespace doubling_fixtures;
 class DoublingLendingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(DoublingLendingTest);
   CPPUNIT_TEST(lent_gpus_come_back_before_a_job_within_its_request_stops);
+  CPPUNIT_TEST(lent_gpus_come_back_before_a_job_within_its_request_shrinks);
   CPPUNIT_TEST(the_fairness_pass_steps_over_a_slower_size);
   CPPUNIT_TEST_SUITE_END();
 
@@ -62,6 +65,64 @@ class DoublingLendingTest : public CppUnit::TestFixture {
           CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[1]);
           CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[2]);
           CPPUNIT_ASSERT_MESSAGE(what, contains(r.reasons[2], "stopped"));
+        }
+      }
+    }
+  }
+
+  // 8 GPUs. A asked for 1 and was grown to 4; B asked for 4 and runs on them (elastic down to 1);
+  // C, first in the order, arrives needing 2. Speeds grow as the square root of the GPUs, so a
+  // shrink costs less than C's wait. B has 40 iterations more than A: the plan doubles B first
+  // and shrinks A 4 -> 2, but holding A at 4 and shrinking B instead costs the plan only
+  // (40 x 0.21 + 30) s, under the 60 s a resize must gain: step 3 holds A and B is shrunk --
+  // unless A's GPUs are lent on B's set of types. Within the minimum interval (A resized `since`
+  // s ago and marked DoublingJob::interval_yields, as the planner marks a job grown above its
+  // request) the interval holds A as well, except past the grace after A's restart (the gain
+  // multiple x the restart cost, 60 s), where the squeeze of B lets it go; within the grace
+  // only a stop of B would.
+  void lent_gpus_come_back_before_a_job_within_its_request_shrinks() {
+    ResizeCosts costs;
+    auto root = [](int n) { return std::sqrt(static_cast<double>(n)); };
+    for (int exact_max : {16, 0}) {
+      DoublingSteps steps;
+      steps.exact_hysteresis_max_jobs = exact_max;
+      struct Case {
+        int a_types, b_types;
+        double since;  // A's last resize, seconds before now (1e4: outside the interval)
+        bool lent_back;
+      };
+      for (const Case& k : {Case{-1, -1, 1e4, false}, Case{0, 1, 1e4, false}, Case{0, 0, 1e4, true},
+                            Case{0, 0, 200, true}, Case{0, 1, 200, false}, Case{0, 0, 10, false}}) {
+        DoublingJob a = running(elastic(4000, 1, 8, root), 4, -k.since);
+        a.fair_max_gpus = 1;
+        a.type_set = k.a_types;
+        if (k.since < costs.min_interval_s) {
+          a.interval_yields = true;
+          a.max_gpus = a.current_gpus;
+        }
+        DoublingJob b = running(elastic(4040, 1, 4, root), 4, -1e4);
+        b.requested = b.fair_max_gpus = 4;
+        b.type_set = k.b_types;
+        DoublingJob c = elastic(400, 2, 2, root);
+        c.elastic = false;
+        c.requested = 2;
+        const std::vector<DoublingJob> jobs = {c, a, b};
+        DoublingResult r = doubling_heuristic(jobs, identity(3), 8, costs, 0.0, steps);
+        check_valid(jobs, 8, r);
+        const std::string what = "exact_max " + std::to_string(exact_max) + " types " +
+                                 std::to_string(k.a_types) + "/" + std::to_string(k.b_types) +
+                                 " since " + std::to_string(k.since) + ": A " + r.reasons[1] +
+                                 "; B " + r.reasons[2];
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[0]);  // C starts either way
+        if (k.lent_back) {
+          CPPUNIT_ASSERT_MESSAGE(what, r.gpus[1] < 4);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[2]);
+          CPPUNIT_ASSERT_MESSAGE(what, contains(r.reasons[1], "come back before a running job "
+                                                              "within its own request is stopped "
+                                                              "or shrunk"));
+        } else {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[1]);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[2]);
         }
       }
     }

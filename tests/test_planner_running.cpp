@@ -37,6 +37,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(spreadJobWithItsOwnShapeIsGathered);
   CPPUNIT_TEST(intervalYieldsLentGpusToAStarvingArrival);
   CPPUNIT_TEST(lentGpusComeBackBeforeAJobWithinItsRequestStops);
+  CPPUNIT_TEST(intervalYieldsLentGpusToAJobWithinItsRequest);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -342,6 +343,52 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp->gpus);
       }
     }
+  }
+
+  // 12 V100s, all busy: "lender" asked for `requested` and was grown to 8, `since` seconds ago
+  // (within the 300 s interval); "owner" runs on the 4 it asked for. A 4-GPU job of 1,000 s
+  // arrives (not starving), which the order puts before the owner. Lent GPUs come back within
+  // the interval, even within the grace after the lender's restart, rather than the owner
+  // stopping; a lender at its own request is held by the interval and the owner stops.
+  void intervalYieldsLentGpusToAJobWithinItsRequest() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double v1 = m.iters_per_s(model, "v100", 1), v4 = m.iters_per_s(model, "v100", 4);
+    for (double since : {200.0, 10.0})
+      for (int requested : {1, 8}) {
+        Snapshot s;
+        s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4},
+                           Node{"v100-3", "v100", 4}};
+        s.now_s = 10000;
+        Job lender = job("lender", model, 1, 8, 3 * 86400 * v1);
+        lender.requested_gpus = requested;
+        lender.iterations = 2 * lender.remaining;
+        lender.submit_s = s.now_s - 3600;
+        make_running(lender, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
+                     s.now_s - since);
+        Job owner = job("owner", model, 4, 4, 3600 * v4);
+        owner.iterations = 2 * owner.remaining;
+        owner.submit_s = s.now_s - 1800;
+        make_running(owner, plan_on({Placement{"v100-3", "v100", 4}}), s.now_s - 3000);
+        Job arrival = fixed_job("arrival", model, 4, 1000 * v4);
+        arrival.submit_s = s.now_s;
+        s.jobs = {lender, owner, arrival};
+        Plan p = plan_checked(s, Policy::Combined, true);
+        const JobPlan *lp = p.find("lender"), *op = p.find("owner"), *ap = p.find("arrival");
+        const std::string what = "since " + std::to_string(since) + " s, requested " +
+                                 std::to_string(requested) + ": lender " + lp->reason +
+                                 "; owner " + op->reason + "; arrival: " + ap->reason;
+        CPPUNIT_ASSERT_MESSAGE(what, ap->runs);
+        if (requested == 1) {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lp->gpus);
+          CPPUNIT_ASSERT_MESSAGE(what, op->runs && !op->resize);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, op->gpus);
+        } else {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp->gpus);
+          CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "minimum interval"));
+          CPPUNIT_ASSERT_MESSAGE(what, !op->runs);
+        }
+      }
   }
 };
 

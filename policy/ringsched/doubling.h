@@ -42,10 +42,12 @@ struct DoublingJob {
   // waiting or stop a starving running one; only the interval rule does.
   bool starving = false;
   // Within the minimum interval, the interval rule holds this running job only where the hold
-  // keeps no starving job waiting (starves()). The planner sets it for a job it grew above its
-  // requested size, with min_gpus at that size and max_gpus at its current one: GPUs lent while
-  // no one waited come back for a starving arrival, and nothing else moves within the interval.
-  bool interval_yields_to_starving = false;
+  // keeps no starving job waiting (starves()) and squeezes no running job within its own request
+  // on its set of types (type_set; squeezes_within_request()). The planner sets it for a job it
+  // grew above its requested size, with min_gpus at that size and max_gpus at its current one:
+  // lent GPUs come back for a starving arrival or for a job that asked for them, and nothing
+  // else moves within the interval.
+  bool interval_yields = false;
   // A running job that the planner's starvation bound admitted at a raised size (it would finish
   // too late at its minimum). Step 1 admits it before the waiting jobs that are not starving,
   // wherever the policy order puts them: an arrival that is not late does not stop a late job.
