@@ -288,7 +288,7 @@ class DoublingRound {
   // gain multiple x the restart cost) only to keep such a job from stopping. Without the
   // squeeze, a lender held by the interval let the plan stop or shrink a job that asked for its
   // GPUs, which the next plan, once the interval passed, gave back: held-out phillyd on v100x4
-  // (seeds 21-60, 120 scenarios) missed Tiresias's p99 or max FTF in 12, 5 with it
+  // (seeds 21-60, 120 scenarios) missed Tiresias's p99 or max FTF in 13, 5 with it
   // (docs/combined-fairness.md). A yield for a starving job within the grace raised restarts 22%.
   bool interval_yields(size_t j, bool starving_waits, Squeeze squeeze) const {
     if (!curves_.job(j).interval_yields) return false;
