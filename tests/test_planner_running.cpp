@@ -301,34 +301,41 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     }
   }
 
-  // 12 V100s, all busy: "lender" asked for 1 GPU and was grown to 8 (days of work left), "owner"
-  // runs on the 4 it asked for (an hour left). A 4-GPU job of 1,000 s arrives (not starving: it
-  // does not lose half its fair share by waiting for the interval). The plan's sum of
+  // 12 V100s, all busy: "lender" (resnet50-b64, asked for `requested`, days of work left) runs
+  // on 8 of them, resized `since` seconds ago; "owner" runs on the 4 it asked for (an hour left);
+  // a 4-GPU job of 1,000 s arrives.
+  static Snapshot lender_owner_arrival(double since, int requested) {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double v1 = m.iters_per_s(model, "v100", 1), v4 = m.iters_per_s(model, "v100", 4);
+    Snapshot s;
+    s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4},
+                       Node{"v100-3", "v100", 4}};
+    s.now_s = 10000;
+    Job lender = job("lender", model, 1, 8, 3 * 86400 * v1);
+    lender.requested_gpus = requested;
+    lender.iterations = 2 * lender.remaining;
+    lender.submit_s = s.now_s - 3600;
+    make_running(lender, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
+                 s.now_s - since);
+    Job owner = job("owner", model, 4, 4, 3600 * v4);
+    owner.iterations = 2 * owner.remaining;
+    owner.submit_s = s.now_s - 1800;
+    make_running(owner, plan_on({Placement{"v100-3", "v100", 4}}), s.now_s - 3000);
+    Job arrival = fixed_job("arrival", model, 4, 1000 * v4);
+    arrival.submit_s = s.now_s;
+    s.jobs = {lender, owner, arrival};
+    return s;
+  }
+
+  // lender_owner_arrival(), the lender asked for 1 GPU and was resized long ago. The arrival is
+  // not starving (it does not lose half its fair share by waiting for the interval). The plan's sum of
   // finish times favours holding the lender at 8 and stopping the owner for the arrival; under
   // combined the lent GPUs come back instead (DoublingJob::type_set, one set of types here).
   // Doubling, which lends nothing back, stops the owner.
   void lentGpusComeBackBeforeAJobWithinItsRequestStops() {
-    const std::string model = "resnet50-b64";
-    ThroughputModel m(gavel());
-    const double v1 = m.iters_per_s(model, "v100", 1), v4 = m.iters_per_s(model, "v100", 4);
     for (Policy policy : {Policy::Combined, Policy::Doubling}) {
-      Snapshot s;
-      s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4},
-                         Node{"v100-3", "v100", 4}};
-      s.now_s = 10000;
-      Job lender = job("lender", model, 1, 8, 3 * 86400 * v1);
-      lender.iterations = 2 * lender.remaining;
-      lender.submit_s = s.now_s - 3600;
-      make_running(lender, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
-                   s.now_s - 3000);
-      Job owner = job("owner", model, 4, 4, 3600 * v4);
-      owner.iterations = 2 * owner.remaining;
-      owner.submit_s = s.now_s - 1800;
-      make_running(owner, plan_on({Placement{"v100-3", "v100", 4}}), s.now_s - 3000);
-      Job arrival = fixed_job("arrival", model, 4, 1000 * v4);
-      arrival.submit_s = s.now_s;
-      s.jobs = {lender, owner, arrival};
-      Plan p = plan_checked(s, policy, true);
+      Plan p = plan_checked(lender_owner_arrival(3000, 1), policy, true);
       const JobPlan *lp = p.find("lender"), *op = p.find("owner"), *ap = p.find("arrival");
       const std::string what = std::string(policy_name(policy)) + ": lender: " + lp->reason +
                                "; owner: " + op->reason + "; arrival: " + ap->reason;
@@ -345,35 +352,14 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     }
   }
 
-  // 12 V100s, all busy: "lender" asked for `requested` and was grown to 8, `since` seconds ago
-  // (within the 300 s interval); "owner" runs on the 4 it asked for. A 4-GPU job of 1,000 s
-  // arrives (not starving), which the order puts before the owner. Lent GPUs come back within
+  // lender_owner_arrival(), the lender resized within the 300 s interval; the arrival (not
+  // starving) comes before the owner in the order. Lent GPUs come back within
   // the interval, even within the grace after the lender's restart, rather than the owner
   // stopping; a lender at its own request is held by the interval and the owner stops.
   void intervalYieldsLentGpusToAJobWithinItsRequest() {
-    const std::string model = "resnet50-b64";
-    ThroughputModel m(gavel());
-    const double v1 = m.iters_per_s(model, "v100", 1), v4 = m.iters_per_s(model, "v100", 4);
     for (double since : {200.0, 10.0})
       for (int requested : {1, 8}) {
-        Snapshot s;
-        s.cluster.nodes = {Node{"v100-1", "v100", 4}, Node{"v100-2", "v100", 4},
-                           Node{"v100-3", "v100", 4}};
-        s.now_s = 10000;
-        Job lender = job("lender", model, 1, 8, 3 * 86400 * v1);
-        lender.requested_gpus = requested;
-        lender.iterations = 2 * lender.remaining;
-        lender.submit_s = s.now_s - 3600;
-        make_running(lender, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
-                     s.now_s - since);
-        Job owner = job("owner", model, 4, 4, 3600 * v4);
-        owner.iterations = 2 * owner.remaining;
-        owner.submit_s = s.now_s - 1800;
-        make_running(owner, plan_on({Placement{"v100-3", "v100", 4}}), s.now_s - 3000);
-        Job arrival = fixed_job("arrival", model, 4, 1000 * v4);
-        arrival.submit_s = s.now_s;
-        s.jobs = {lender, owner, arrival};
-        Plan p = plan_checked(s, Policy::Combined, true);
+        Plan p = plan_checked(lender_owner_arrival(since, requested), Policy::Combined, true);
         const JobPlan *lp = p.find("lender"), *op = p.find("owner"), *ap = p.find("arrival");
         const std::string what = "since " + std::to_string(since) + " s, requested " +
                                  std::to_string(requested) + ": lender " + lp->reason +
