@@ -261,13 +261,10 @@ bool DoublingRound::release_lender(const Assignment& plan, std::vector<char>& pi
   // 1.033x Tiresias's, phillyd v100x4 L0.5 s22).
   std::set<int> squeezed_on;
   for (size_t k = 0; k < curves_.size(); ++k) {
-    const DoublingJob& d = curves_.job(k);
-    if (d.type_set < 0 || !d.running || !curves_.current_is_valid(k) ||
-        d.current_gpus > within_request(d))
-      continue;
-    const bool stopped = d.stoppable && plan.gpus[k] == 0 && plan.wait_why[k] == WaitWhy::NoRoom;
-    const bool shrunk = plan.gpus[k] > 0 && plan.gpus[k] < d.current_gpus;
-    if (stopped || shrunk) squeezed_on.insert(d.type_set);
+    const Squeeze s = loses_within_request(k, plan.gpus[k]);
+    if (s == Squeeze::Shrinks ||
+        (s == Squeeze::Stops && curves_.job(k).stoppable && plan.wait_why[k] == WaitWhy::NoRoom))
+      squeezed_on.insert(curves_.job(k).type_set);
   }
   if (squeezed_on.empty()) return false;
   int best = -1;

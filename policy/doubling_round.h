@@ -41,9 +41,9 @@
 //     resize, a shrink that would let a waiting job start included (except a job marked
 //     DoublingJob::interval_yields, whose hold would keep a starving job waiting or squeeze a
 //     job within its request: the planner marks jobs grown above their requests); so every
-//     running job within
-//     the interval is pinned before any gain is valued (plan_with_interval_pins()): a plan that
-//     values a hold must not count on GPUs the interval keeps. Jobs are pinned one at a time
+//     running job within the interval is pinned before any gain is valued
+//     (plan_with_interval_pins()): a plan that values a hold must not count on GPUs the
+//     interval keeps. Jobs are pinned one at a time
 //     (the worst violation first) so that two jobs that could each make room are not both held.
 //     That is n re-plans per pass and up to n passes; it is kept for rounds of up to
 //     DoublingSteps::exact_hysteresis_max_jobs jobs. Larger rounds (the planner calls this with
@@ -314,14 +314,20 @@ class DoublingRound {
     return worst;
   }
   Squeeze squeeze_of(size_t k, size_t j, int planned, int held) const {
-    const DoublingJob& d = curves_.job(k);
-    if (!d.running || d.type_set < 0 || d.type_set != curves_.job(j).type_set ||
-        d.current_gpus > within_request(d) || !(held < planned && held < d.current_gpus))
+    if (curves_.job(k).type_set != curves_.job(j).type_set || !(held < planned))
       return Squeeze::None;
-    return held == 0 ? Squeeze::Stops : Squeeze::Shrinks;
+    return loses_within_request(k, held);
   }
-  static int within_request(const DoublingJob& d) {
-    return d.fair_max_gpus > 0 ? std::max(d.fair_max_gpus, d.requested) : d.requested;
+  // What running job k, at or below its request (its requested size, or the base the starvation
+  // bound raised it to) and on a numbered set of types, suffers at `size`: stopped (0), shrunk,
+  // or nothing. The one test of both the lend-back (release_lender()) and the interval's yield.
+  Squeeze loses_within_request(size_t k, int size) const {
+    const DoublingJob& d = curves_.job(k);
+    const int request = d.fair_max_gpus > 0 ? std::max(d.fair_max_gpus, d.requested) : d.requested;
+    if (!d.running || d.type_set < 0 || !curves_.current_is_valid(k) || d.current_gpus > request ||
+        size >= d.current_gpus)
+      return Squeeze::None;
+    return size == 0 ? Squeeze::Stops : Squeeze::Shrinks;
   }
   bool starving_before(size_t k, size_t j) const {
     return curves_.job(k).starving &&
@@ -329,10 +335,11 @@ class DoublingRound {
   }
 
   // Lent GPUs come back (DoublingJob::type_set): when the plan stops or shrinks a running job
-  // within its requested size, of the jobs held by step 3 for their gain (not the interval) above their own
-  // requests on the same set of types, the one whose shrink the plan gains most from (the
-  // largest resize_gain, the hold it values least) is let go (unpinned) and marked `released`,
-  // never to be held again this round. False if there is none; the caller re-plans otherwise.
+  // within its requested size (loses_within_request()), of the jobs held by step 3 for their
+  // gain (not the interval) above their own requests on the same set of types, the one whose
+  // shrink the plan gains most from (the largest resize_gain, the hold it values least) is let
+  // go (unpinned) and marked `released`, never to be held again this round. False if there is
+  // none; the caller re-plans otherwise.
   bool release_lender(const Assignment& plan, std::vector<char>& pinned,
                       const std::vector<char>& pinned_for_interval,
                       const std::vector<char>& kept_anyway, const std::vector<double>& resize_gain,
