@@ -40,19 +40,27 @@ while [ $# -gt 0 ]; do
   --seeds) SEED_LIST=${2:?--seeds needs a list}; shift
     echo "$SEED_LIST" | grep -Eq '^[0-9]+(,[0-9]+)*$' ||
       { echo "sweep.sh: --seeds wants whole numbers separated by commas (got '$SEED_LIST')" >&2; exit 2; } ;;
-  --families) FAMILIES=${2:?--families needs a list}; shift
-    for f in $(echo "$FAMILIES" | tr , ' '); do
-      case $f in philly|phillyd|itp01|itp02|itp03|efd|mix5) ;;
-      *) echo "sweep.sh: unknown family '$f' (philly, phillyd, itp01, itp02, itp03, efd, mix5)" >&2; exit 2 ;;
-      esac
-    done ;;
+  --families) FAMILIES=${2:?--families needs a list}; shift ;;
   *) echo "sweep.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
-mkdir -p "$OUT/traces" "$OUT/clusters" "$OUT/reports"
 GAVEL=data/profiles/gavel.csv
 EF=data/profiles/elasticflow.csv
+# Workload families (described with trace_of below): name, profile table, clusters (default: the
+# first; --full: all).
+families="philly:$GAVEL:gavel3mixed,v100x4,k80v100x8
+phillyd:$GAVEL:v100x4,k80v100x8,gavel3mixed
+itp01:$EF:a100t4x4,a100x8
+itp02:$EF:a100x8,a100t4x4
+itp03:$EF:a100t4x4,a100x8
+efd:$EF:t4x4,a100t4x4
+mix5:$GAVEL,$EF:five"
+known=$(echo "$families" | cut -d: -f1 | tr '\n' ' ' | sed 's/ $//')
+for f in $(echo "$FAMILIES" | tr , ' '); do
+  case " $known " in *" $f "*) ;; *) echo "sweep.sh: unknown family '$f' (known: $known)" >&2; exit 2 ;; esac
+done
+mkdir -p "$OUT/traces" "$OUT/clusters" "$OUT/reports"
 if [ $FULL = 1 ]; then JOBS=160; LOADS="0.5 0.75 1 1.5 2"; SEEDS="1 2 3"; else JOBS=120; LOADS="0.5 1 2"; SEEDS=1; fi
 [ -z "$SEED_LIST" ] || SEEDS=$(echo "$SEED_LIST" | tr , ' ')
 RUN="nice -n 10 $RINGSIM"
@@ -76,7 +84,7 @@ cluster_csv a100t4x4 a100:16:4 t4:16:4              # 2 types, 4-GPU nodes (128:
 cluster_csv gavel3mixed k80:2:8 k80:4:4 p100:2:8 p100:2:4 v100:1:8 v100:6:4  # 3 types, 4 and 8
 cluster_csv five k80:4:4 p100:2:8 v100:2:8 a100:2:8 t4:4:4                   # 5 types, 4 and 8
 
-# Workload families: name, profile table, clusters (default: the first; --full: all).
+# The workload families of the table above:
 # philly:  Gavel's Philly-derived trace (its own arrivals and job types), the first jobs.
 # phillyd: Philly job durations and sizes (Gavel's distribution), Poisson arrivals, Gavel models.
 # itp01-03: Microsoft ITP clusters' real jobs (submit times, durations, sizes), ElasticFlow models.
@@ -109,13 +117,6 @@ scaled() {  # trace load -> trace with iterations x load (column 5)
   echo "$s"
 }
 
-families="philly:$GAVEL:gavel3mixed,v100x4,k80v100x8
-phillyd:$GAVEL:v100x4,k80v100x8,gavel3mixed
-itp01:$EF:a100t4x4,a100x8
-itp02:$EF:a100x8,a100t4x4
-itp03:$EF:a100t4x4,a100x8
-efd:$EF:t4x4,a100t4x4
-mix5:$GAVEL,$EF:five"
 
 echo "$families" | while IFS=: read fam prof clusters; do
   [ -z "$FAMILIES" ] || case ",$FAMILIES," in *,"$fam",*) ;; *) continue ;; esac
