@@ -354,10 +354,17 @@ DoublingRound::Held DoublingRound::hold(const Assignment& a, const std::vector<c
     double ti;
     if (last_doubling(k, size / 2, resizable(k), &ti)) undo_more.emplace(ti, -rank_[k], k);
   }
+  // Never a running job that may not be stopped (DoublingJob::stoppable: Preempt=no, a job not
+  // under ringrun, the tail guard's): plan_round admits it before any waiting job. A repair that
+  // stopped one valued a lender's hold as if the GPUs of a long 8-GPU job went to short ones:
+  // the hold passed, and the plan kept a starving 292 s job waiting behind it instead (max
+  // finish-time fairness 1.51x Tiresias's on phillyd v100x4 L0.5 s36 with the tail guard).
   bool stopped = false;
   for (size_t r = order_.size(); h.free < 0 && r-- > 0;) {
     int k = order_[r];
-    if (k == j || pinned[k] || size_of(k) <= 0) continue;
+    if (k == j || pinned[k] || size_of(k) <= 0 ||
+        (curves_.job(k).running && !curves_.job(k).stoppable))
+      continue;
     h.free += size_of(k);
     set_size(k, 0);
     --h.admitted;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // GPUs lent above a job's request come back before a running job within its own request is
 // stopped or shrunk (DoublingJob::type_set), within the minimum interval too
-// (DoublingJob::interval_yields), and the fairness pass steps over a size that is no faster.
+// (DoublingJob::interval_yields), and the fairness pass steps over a size that is no faster;
+// step 3 never values a hold by stopping a job that may not be stopped.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@ class DoublingLendingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(lent_gpus_come_back_before_a_job_within_its_request_stops);
   CPPUNIT_TEST(lent_gpus_come_back_before_a_job_within_its_request_shrinks);
   CPPUNIT_TEST(the_fairness_pass_steps_over_a_slower_size);
+  CPPUNIT_TEST(a_hold_is_not_valued_by_stopping_a_job_that_may_not_be_stopped);
   CPPUNIT_TEST_SUITE_END();
 
   // 9 GPUs. A asked for 1 and was grown to 4 (a long job: 4 GPUs save it 30,000 s); B runs at
@@ -143,6 +145,35 @@ class DoublingLendingTest : public CppUnit::TestFixture {
     j.fair_time_s = 5000;  // not behind: the doubling alone, which stops before the dip
     r = doubling_heuristic({j}, {0}, 4, costs, 0.0, steps);
     CPPUNIT_ASSERT_EQUAL_MESSAGE(r.reasons[0], 1, r.gpus[0]);
+  }
+
+  // 8 GPUs, linear speeds. N runs on 4 and may not be stopped (DoublingJob::stoppable: the tail
+  // guard's job, or one not under ringrun); L asked for 1 and was grown to 4 long ago (days of
+  // work); A, a starving 100 s job, arrives needing 2. The plan shrinks L to 2 and starts A.
+  // Holding L at 4 leaves A no room, so step 3 refuses that hold -- also in the incremental
+  // path, whose repair once made room for the hold by stopping N (it comes back in 100 s,
+  // cheap), valued the hold as a gain, kept L at 4 and A waiting.
+  void a_hold_is_not_valued_by_stopping_a_job_that_may_not_be_stopped() {
+    ResizeCosts costs;
+    auto linear = [](int n) { return static_cast<double>(n); };
+    for (int exact_max : {16, 0}) {
+      DoublingSteps steps;
+      steps.exact_hysteresis_max_jobs = exact_max;
+      DoublingJob a = elastic(200, 2, 2, linear);
+      a.starving = true;
+      DoublingJob l = running(elastic(40000, 1, 8, linear), 4, -1e4);
+      l.fair_max_gpus = 1;
+      DoublingJob n = running(elastic(40, 4, 4, linear), 4, -1e4);
+      n.stoppable = false;
+      const std::vector<DoublingJob> jobs = {a, l, n};
+      DoublingResult r = doubling_heuristic(jobs, identity(3), 8, costs, 0.0, steps);
+      check_valid(jobs, 8, r);
+      const std::string what = "exact_max " + std::to_string(exact_max) + ": A " + r.reasons[0] +
+                               "; L " + r.reasons[1] + "; N " + r.reasons[2];
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[1]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[2]);
+    }
   }
 };
 
