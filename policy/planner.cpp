@@ -165,6 +165,9 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::vector<int> late_size(n, 0);   // size the starvation bound admits a late job at
   int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
   if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
+  const int guarded = config_.policy == Policy::Combined && config_.tail_guard && config_.preempt
+                          ? tail_guard_job(snap, views, model, config_.power_of_two, late_cap)
+                          : -1;
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {
     std::vector<DoublingJob> dj(n);
@@ -178,7 +181,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       dj[i].elastic = j.elastic;
       dj[i].requested = v.lo;
       dj[i].running = j.state == JobState::Running;
-      dj[i].stoppable = !dj[i].running || may_stop(i);
+      dj[i].stoppable = !dj[i].running || (may_stop(i) && i != guarded);
       dj[i].current_gpus = j.current_gpus;
       dj[i].last_resize_s = j.last_resize_s;
       if (config_.policy == Policy::Combined && dj[i].running && v.known) {
@@ -286,6 +289,9 @@ Plan Planner::plan(const Snapshot& snap) const {
     // Each group was one pool: a set of its types that the jobs able to use only those types
     // overfill gets a round of its own (planner_steps.h).
     fit_counts_to_types(snap, views, cluster_types, nodes, order, counts, count_reason, count_round);
+    if (guarded >= 0 && counts[guarded] > 0)
+      count_reason[guarded] += "; tail guard: of the running jobs within their requests it would "
+                               "finish last counted from submission, so this plan does not stop it";
   } else {
     // Static and Hetero: requested sizes (clamped to the job's range). These policies never
     // resize or preempt: running jobs keep their GPUs before any pending job is considered.
@@ -361,9 +367,10 @@ Plan Planner::plan(const Snapshot& snap) const {
     if (!frozen[i] && counts[i] > 0) todo.push_back(i);
   }
   // The placement lets the last of its jobs wait while their sizes do not fit: running jobs
-  // that may not be stopped first.
-  std::stable_partition(todo.begin(), todo.end(),
-                        [&](int i) { return snap.jobs[i].state == JobState::Running && !may_stop(i); });
+  // that may not be stopped (or that the tail guard keeps) first.
+  std::stable_partition(todo.begin(), todo.end(), [&](int i) {
+    return snap.jobs[i].state == JobState::Running && (!may_stop(i) || i == guarded);
+  });
 
   if (hetero && !todo.empty()) {
     PlacementProblem pp;

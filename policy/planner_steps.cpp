@@ -144,6 +144,30 @@ std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const 
   return out;
 }
 
+int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
+                   const ThroughputModel& model, bool power_of_two, int cap) {
+  int guarded = -1;
+  double latest = 0;
+  for (size_t i = 0; i < snap.jobs.size(); ++i) {
+    const Job& j = snap.jobs[i];
+    const JobView& v = views[i];
+    if (j.state != JobState::Running || !j.stoppable || !v.known || j.current_gpus < 1 ||
+        j.current_gpus > cap)
+      continue;
+    const int want = std::clamp(round_range_min(std::max(1, j.requested_gpus), power_of_two), v.lo, v.hi);
+    if (j.current_gpus > want) continue;  // above its request: it has lent GPUs to give back
+    const double speed = model.iters_per_s(j.model, v.best_type, j.current_gpus);
+    if (!(speed > 0)) continue;
+    const double finish = snap.now_s - j.submit_s + j.remaining / speed;
+    if (guarded < 0 || finish > latest ||
+        (finish == latest && j.submit_s < snap.jobs[guarded].submit_s)) {
+      guarded = static_cast<int>(i);
+      latest = finish;
+    }
+  }
+  return guarded;
+}
+
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
                         const std::string& type, int lo, int want, int cap, double waited_s,
                         double alone_s) {

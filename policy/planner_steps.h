@@ -117,6 +117,15 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
                         const std::string& type, int lo, int want, int cap, double waited_s,
                         double alone_s);
 
+// The tail guard (PlannerConfig::tail_guard): the index of the running job, within its requested
+// size (rounded up to a power of two with `power_of_two`), on at most `cap` GPUs (the
+// starvation bound's share of the cluster: a guarded 8-GPU job on 8 GPUs would keep every
+// arrival waiting) and marked Job::stoppable, with the latest predicted completion counted from
+// its submission (now - submit + remaining / its speed at its current size on its best type), or
+// -1 if there is none. Ties: the earlier submission.
+int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
+                   const ThroughputModel& model, bool power_of_two, int cap);
+
 // Lent GPUs come back within the minimum interval. The interval keeps a job that has just
 // started or resized at its size (it restarts at most once per interval), so jobs the doubling
 // grew above their requests while no one waited held every GPU until it passed: on a 64-T4

@@ -385,7 +385,7 @@ std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, r
 
 std::vector<std::string> policy_names() {
   return {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "hetero", "combined", "combined+spb",
-          "combined-naive", "combined-nopreempt"};
+          "combined-naive", "combined-nopreempt", "combined-noguard"};
 }
 
 std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
@@ -412,6 +412,9 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   } else if (name == "combined-nopreempt") {
     base = "combined";
     cfg.preempt = false;
+  } else if (name == "combined-noguard") {
+    base = "combined";
+    cfg.tail_guard = false;
   }
   if (base != "static" && base != "doubling" && base != "hetero" && base != "combined") {
     std::string all;

@@ -38,6 +38,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(intervalYieldsLentGpusToAStarvingArrival);
   CPPUNIT_TEST(lentGpusComeBackBeforeAJobWithinItsRequestStops);
   CPPUNIT_TEST(intervalYieldsLentGpusToAJobWithinItsRequest);
+  CPPUNIT_TEST(tailGuardKeepsTheJobThatWouldFinishLast);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -375,6 +376,58 @@ class PlannerRunningTest : public CppUnit::TestFixture {
           CPPUNIT_ASSERT_MESSAGE(what, !op->runs);
         }
       }
+  }
+
+  // 32 V100s in nodes of 4, all busy: "long" (asked for `requested`, days of work left) and
+  // seven jobs of an hour or two, each on the 4 it asked for; a short 4-GPU job arrives, first
+  // in the order. Without the tail guard the shortest-first admission stops "long", the last in
+  // the order; with it (combined, PlannerConfig::tail_guard) "long", within its request and on
+  // at most the starvation bound's 4 GPUs (1/8 of 32), is kept and the last of the others stops
+  // instead. Above its request (asked for 2, runs on 4) it is not guarded: it gives GPUs back.
+  void tailGuardKeepsTheJobThatWouldFinishLast() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double v4 = m.iters_per_s(model, "v100", 4);
+    struct Case {
+      bool guard;
+      int requested;
+      bool long_runs;
+    };
+    for (const Case& c : {Case{true, 4, true}, Case{false, 4, false}, Case{true, 2, false}}) {
+      Snapshot s;
+      for (int k = 0; k < 8; ++k) s.cluster.nodes.push_back(Node{"v100-" + std::to_string(k), "v100", 4});
+      s.now_s = 100000;
+      Job l = job("long", model, 1, 8, 3 * 86400 * v4);
+      l.requested_gpus = c.requested;
+      l.submit_s = s.now_s - 7200;
+      make_running(l, plan_on({Placement{"v100-0", "v100", 4}}), s.now_s - 7200);
+      s.jobs = {l};
+      for (int k = 1; k < 8; ++k) {
+        Job o = job("other" + std::to_string(k), model, 4, 4, (3600 + 600 * k) * v4);
+        o.submit_s = s.now_s - 3600;
+        make_running(o, plan_on({Placement{"v100-" + std::to_string(k), "v100", 4}}), s.now_s - 3600);
+        s.jobs.push_back(o);
+      }
+      Job a = fixed_job("arrival", model, 4, 600 * v4);
+      a.submit_s = s.now_s;
+      s.jobs.push_back(a);
+      PlannerConfig cfg;
+      cfg.preempt = true;
+      cfg.tail_guard = c.guard;
+      Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+      check_capacity(p, s.cluster);
+      const JobPlan* lp = p.find("long");
+      const std::string what = std::string(c.guard ? "guard" : "no guard") + ", requested " +
+                               std::to_string(c.requested) + ": long " + lp->reason + "; other7 " +
+                               p.find("other7")->reason;
+      CPPUNIT_ASSERT_MESSAGE(what, p.find("arrival")->runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.long_runs, lp->runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.long_runs, contains(lp->reason, "tail guard"));
+      if (c.long_runs) {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lp->gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, !p.find("other7")->runs);
+      }
+    }
   }
 };
 

@@ -180,6 +180,8 @@ class SlurmConfTest : public CppUnit::TestFixture {
         "ProfileFiles=p.csv\nMinReplanGap=5\nReshapeInterval=0\nResizeHold=30\n", "ringsched.conf");
     CPPUNIT_ASSERT_EQUAL(5, r.min_replan_gap_s);
     CPPUNIT_ASSERT(r.planner.preempt);  // the default
+    CPPUNIT_ASSERT(r.planner.tail_guard);
+    CPPUNIT_ASSERT(!RingschedConf::parse("ProfileFiles=p.csv\nTailGuard=no\n", "x").planner.tail_guard);
     // Finish-time fairness and the starvation bound: the planner's defaults, then set.
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, r.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, r.planner.late_factor);
@@ -195,6 +197,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, ex.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, ex.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.tail_guard, ex.planner.tail_guard);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.

@@ -160,6 +160,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.resize_running = v.boolean();
     } else if (k == "preempt") {
       c.planner.preempt = v.boolean();
+    } else if (k == "tailguard") {
+      c.planner.tail_guard = v.boolean();
     } else if (k == "fairness") {
       c.planner.fairness = v.number(0, 1000);
     } else if (k == "latefactor") {
