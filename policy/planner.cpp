@@ -166,7 +166,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
   if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
   const int guarded = config_.policy == Policy::Combined && config_.tail_guard && config_.preempt
-                          ? tail_guard_job(snap, views, model, config_.power_of_two, late_cap)
+                          ? tail_guard_job(snap, views, model, nodes, config_.power_of_two, late_cap)
                           : -1;
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   if (resizes) {

@@ -145,7 +145,12 @@ std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const 
 }
 
 int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
-                   const ThroughputModel& model, bool power_of_two, int cap) {
+                   const ThroughputModel& model, const NodeIndex& nodes, bool power_of_two,
+                   int cap) {
+  std::map<std::string, long> stoppable_on;  // GPUs of each type held by stoppable running jobs
+  for (const Job& j : snap.jobs)
+    if (j.state == JobState::Running && j.stoppable)
+      for (const auto& [type, g] : current_by_type(j, nodes)) stoppable_on[type] += g;
   int guarded = -1;
   double latest = 0;
   for (size_t i = 0; i < snap.jobs.size(); ++i) {
@@ -159,11 +164,14 @@ int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
     const double speed = model.iters_per_s(j.model, v.best_type, j.current_gpus);
     if (!(speed > 0)) continue;
     const double finish = snap.now_s - j.submit_s + j.remaining / speed;
-    if (guarded < 0 || finish > latest ||
-        (finish == latest && j.submit_s < snap.jobs[guarded].submit_s)) {
-      guarded = static_cast<int>(i);
-      latest = finish;
-    }
+    if (guarded >= 0 && (finish < latest ||
+                         (finish == latest && j.submit_s >= snap.jobs[guarded].submit_s)))
+      continue;
+    long others = -j.current_gpus;  // what the other stoppable jobs hold on its types
+    for (const auto& [type, g] : current_by_type(j, nodes)) others += stoppable_on[type];
+    if (others < j.current_gpus) continue;
+    guarded = static_cast<int>(i);
+    latest = finish;
   }
   return guarded;
 }

@@ -120,11 +120,15 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
 // The tail guard (PlannerConfig::tail_guard): the index of the running job, within its requested
 // size (rounded up to a power of two with `power_of_two`), on at most `cap` GPUs (the
 // starvation bound's share of the cluster: a guarded 8-GPU job on 8 GPUs would keep every
-// arrival waiting) and marked Job::stoppable, with the latest predicted completion counted from
-// its submission (now - submit + remaining / its speed at its current size on its best type), or
-// -1 if there is none. Ties: the earlier submission.
+// arrival waiting), marked Job::stoppable, and with other stoppable running jobs holding at
+// least as many GPUs of its types (the guard moves a stop to another job; it does not keep an
+// arrival waiting that only its GPUs could start: a short job waited for a long one on the only
+// V100 not held by jobs outside ringrun, test_slurm_elastic), with the latest predicted
+// completion counted from its submission (now - submit + remaining / its speed at its current
+// size on its best type), or -1 if there is none. Ties: the earlier submission.
 int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
-                   const ThroughputModel& model, bool power_of_two, int cap);
+                   const ThroughputModel& model, const NodeIndex& nodes, bool power_of_two,
+                   int cap);
 
 // Lent GPUs come back within the minimum interval. The interval keeps a job that has just
 // started or resized at its size (it restarts at most once per interval), so jobs the doubling
