@@ -383,7 +383,8 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // in the order. Without the tail guard the shortest-first admission stops "long", the last in
   // the order; with it (combined, PlannerConfig::tail_guard) "long", within its request and on
   // at most the starvation bound's 4 GPUs (1/8 of 32), is kept and the last of the others stops
-  // instead. Above its request (asked for 2, runs on 4) it is not guarded: it gives GPUs back.
+  // instead. Above its request (asked for 2, runs on 4) it is not guarded: it gives GPUs back;
+  // nor where the others may not be stopped: the guard would only keep the arrival waiting.
   void tailGuardKeepsTheJobThatWouldFinishLast() {
     const std::string model = "resnet50-b64";
     ThroughputModel m(gavel());
@@ -392,8 +393,10 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       bool guard;
       int requested;
       bool long_runs;
+      bool others_stoppable = true;
     };
-    for (const Case& c : {Case{true, 4, true}, Case{false, 4, false}, Case{true, 2, false}}) {
+    for (const Case& c : {Case{true, 4, true}, Case{false, 4, false}, Case{true, 2, false},
+                          Case{true, 4, false, false}}) {
       Snapshot s;
       for (int k = 0; k < 8; ++k) s.cluster.nodes.push_back(Node{"v100-" + std::to_string(k), "v100", 4});
       s.now_s = 100000;
@@ -406,6 +409,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         Job o = job("other" + std::to_string(k), model, 4, 4, (3600 + 600 * k) * v4);
         o.submit_s = s.now_s - 3600;
         make_running(o, plan_on({Placement{"v100-" + std::to_string(k), "v100", 4}}), s.now_s - 3600);
+        o.stoppable = c.others_stoppable;
         s.jobs.push_back(o);
       }
       Job a = fixed_job("arrival", model, 4, 600 * v4);
@@ -418,7 +422,8 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       check_capacity(p, s.cluster);
       const JobPlan* lp = p.find("long");
       const std::string what = std::string(c.guard ? "guard" : "no guard") + ", requested " +
-                               std::to_string(c.requested) + ": long " + lp->reason + "; other7 " +
+                               std::to_string(c.requested) + (c.others_stoppable ? "" : ", others fixed in place") +
+                               ": long " + lp->reason + "; other7 " +
                                p.find("other7")->reason;
       CPPUNIT_ASSERT_MESSAGE(what, p.find("arrival")->runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.long_runs, lp->runs);
