@@ -64,16 +64,17 @@ struct PlannerConfig {
   bool preempt = true;
   // Tail guard (ours; combined, with preempt). Of the running jobs within their requested size,
   // on at most late_share of the cluster's GPUs (as the starvation bound: more would keep every
-  // arrival waiting) and that a plan may stop, the one that would finish latest counted from its
-  // submission (time since submission plus its remaining time at its current size on its best
-  // type) is not stopped: step 1 admits it at its base size before any waiting job, and the
-  // placement places it before the others; it may still shrink to that base, grow or move.
-  // Shortest-remaining-first admission otherwise makes the longest job the one every arrival
-  // displaces: on held-out phillyd traces (64 V100s in nodes of 4) a 4-GPU job of 50 hours was
-  // stopped four to six times, and p99 JCT, which such a job sets, was 1.015-1.037x Tiresias's
-  // (docs/combined-tail-guard.md). One job only: guarding the latest 1% of the running jobs of a
-  // 2,000-job burst doubled its max finish-time fairness. ringsim's combined-noguard is combined
-  // without it.
+  // arrival waiting), that a plan may stop and where other such jobs hold as many GPUs of their
+  // types (the guard moves a stop to another job; it does not keep an arrival waiting), the one
+  // that would finish latest counted from its submission (time since submission plus its
+  // remaining time at its current size on its best type) is not stopped: step 1 admits it at its
+  // base size before any waiting job, and the placement places it before the others; it may
+  // still shrink to that base, grow or move. Shortest-remaining-first admission otherwise makes
+  // the longest job the one every arrival displaces: on held-out phillyd traces (64 V100s in
+  // nodes of 4) a 4-GPU job of 50 hours was stopped four to six times, and p99 JCT, which such a
+  // job sets, was 1.015-1.037x Tiresias's (docs/combined-tail-guard.md). One job only: guarding
+  // the latest 1% of the running jobs of a 2,000-job burst doubled its max finish-time fairness.
+  // ringsim's combined-noguard is combined without it.
   bool tail_guard = true;
 };
 
