@@ -117,7 +117,6 @@ scaled() {  # trace load -> trace with iterations x load (column 5)
   echo "$s"
 }
 
-
 echo "$families" | while IFS=: read fam prof clusters; do
   [ -z "$FAMILIES" ] || case ",$FAMILIES," in *,"$fam",*) ;; *) continue ;; esac
   [ $FULL = 1 ] || clusters=${clusters%%,*}

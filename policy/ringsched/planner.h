@@ -71,9 +71,10 @@ struct PlannerConfig {
   // base size before any waiting job, and the placement places it before the others; it may
   // still shrink to that base, grow or move. Shortest-remaining-first admission otherwise makes
   // the longest job the one every arrival displaces: on held-out phillyd traces (64 V100s in
-  // nodes of 4) a 4-GPU job of 50 hours was stopped four to six times, and p99 JCT, which such a
-  // job sets, was 1.015-1.037x Tiresias's (docs/combined-tail-guard.md). One job only: guarding
-  // the latest 1% of the running jobs of a 2,000-job burst doubled its max finish-time fairness.
+  // nodes of 4) 4-GPU jobs of 12-50 hours were stopped one to five times, and p99 JCT, which
+  // such a job sets, was 1.015-1.037x Tiresias's (docs/combined-tail-guard.md). One job only:
+  // guarding the latest 1% of the running jobs of a 2,000-job burst doubled its max finish-time
+  // fairness (measured before the LateShare cap and the condition on other stoppable jobs).
   // ringsim's combined-noguard is combined without it.
   bool tail_guard = true;
 };
