@@ -198,8 +198,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       } else if (v.known) {
         dj[i].speed = model.speed(j.model, v.best_type);
         if (config_.fairness > 0) {
-          int want = config_.power_of_two ? ceil_power_of_two(j.requested_gpus) : j.requested_gpus;
-          want = std::clamp(want, v.lo, v.hi);
+          const int want = requested_size(j, v, config_.power_of_two);
           double alone = model.iters_per_s(j.model, v.best_type, want);
           double work = j.iterations > 0 ? j.iterations : j.remaining;
           if (alone > 0) {

@@ -159,8 +159,7 @@ int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
     if (j.state != JobState::Running || !j.stoppable || !v.known || j.current_gpus < 1 ||
         j.current_gpus > cap)
       continue;
-    const int want = std::clamp(round_range_min(std::max(1, j.requested_gpus), power_of_two), v.lo, v.hi);
-    if (j.current_gpus > want) continue;  // above its request: it has lent GPUs to give back
+    if (j.current_gpus > requested_size(j, v, power_of_two)) continue;  // lent GPUs to give back
     const double speed = model.iters_per_s(j.model, v.best_type, j.current_gpus);
     if (!(speed > 0)) continue;
     const double finish = snap.now_s - j.submit_s + j.remaining / speed;

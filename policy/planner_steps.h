@@ -4,6 +4,7 @@
 // node lookup and placement rows, the fairness floor's speed, and the starvation bound's size.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -29,6 +30,12 @@ struct JobView {
 };
 
 inline int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
+// The size job j asked for as the planner counts it (the fairness pass's requested size, the
+// tail guard's "within its request"): its requested GPUs, rounded up to a power of two with
+// `pow2`, within its range.
+inline int requested_size(const Job& j, const JobView& v, bool pow2) {
+  return std::clamp(round_range_min(std::max(1, j.requested_gpus), pow2), v.lo, v.hi);
+}
 
 // Shortest predicted remaining time t first, divided by the response ratio (t + w) / t of the
 // time w it has waited: key = t^2 / (t + aging * w). A job's key falls towards 0 as it waits, so
