@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // ringsim: importers on the real data and on bad rows, engine invariants, a FIFO run whose JCTs
-// are computed by hand, the restart cost of a resize, and determinism.
+// are computed by hand, the restart cost of a resize, determinism, and sim/sweep.sh.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include <jansson.h>
@@ -62,6 +63,17 @@ class GrowOnce : public SchedulingPolicy {
 
 }  // namespace
 
+// Runs a shell command line; its exit status, stdout and stderr together in *out.
+int run_shell(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  CPPUNIT_ASSERT(p);
+  char buf[512];
+  out->clear();
+  while (fgets(buf, sizeof buf, p)) *out += buf;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(SimTest);
   CPPUNIT_TEST(testGavelTraceImport);
@@ -79,6 +91,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testDeterminism);
   CPPUNIT_TEST(testUnknownPolicy);
   CPPUNIT_TEST(testCommandLine);
+  CPPUNIT_TEST(testSweepScript);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -474,15 +487,7 @@ class SimTest : public CppUnit::TestFixture {
     std::string tr = d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
                                       "a,0,m,2,100\nb,10,m,4,400\nc,20,m,2,60\nd,30,m,1,10\n");
     std::string rep = d.path() + "/r.json";
-    auto run = [&](const std::string& args, std::string* out) {
-      FILE* p = popen((bin + " " + args + " 2>&1").c_str(), "r");
-      CPPUNIT_ASSERT(p);
-      char buf[512];
-      out->clear();
-      while (fgets(buf, sizeof buf, p)) *out += buf;
-      int st = pclose(p);
-      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    };
+    auto run = [&](const std::string& args, std::string* out) { return run_shell(bin + " " + args, out); };
     std::string out;
     CPPUNIT_ASSERT_EQUAL(0, run("run --quiet --trace " + tr + " --cluster " + cl + " --profiles " + prof +
                                     " --compare fifo,tiresias --report " + rep, &out));
@@ -516,6 +521,50 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "60 jobs synthesised, up to 8 GPUs") && !contains(out, "rows"));
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run("run --quiet --trace " + synth + " --cluster " + cl24 + " --profiles " +
                                                  repo_file("data/profiles/gavel.csv") + " --compare fifo", &out));
+  }
+  // sim/sweep.sh (issue 15.2's sweep) on one small family: its table and its one-figure miss
+  // count, the ringsim options it passes on, and the errors that keep a site from mixing runs.
+  void testSweepScript() {
+    const std::string any = shared_data("gavel/philly_job_distribution.csv");
+    const std::string data = any.substr(0, any.size() - std::string("/gavel/philly_job_distribution.csv").size());
+    if (access("/usr/bin/python3", X_OK) != 0) RINGSCHED_SKIP("/usr/bin/python3 (sweep.sh's summary) is missing");
+    TempDir d;
+    const std::string sweep = "cd '" + std::string(RINGSCHED_SRCDIR) + "' && RINGSIM='" + RINGSCHED_BUILDDIR +
+                              "/sim/ringsim' RINGSCHED_SHARED_DATA='" + data + "' sh sim/sweep.sh ";
+    const std::string out1 = d.path() + "/a";
+    std::string out;
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run_shell(sweep + out1 + " --families efd --policies tiresias,combined --seeds 2", &out));
+    std::ifstream summary(out1 + "/summary.txt");
+    std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+    for (const char* sc : {"efd-t4x4-L0.5-s2", "efd-t4x4-L1-s2", "efd-t4x4-L2-s2"})
+      CPPUNIT_ASSERT_MESSAGE(text, contains(text, sc));
+    CPPUNIT_ASSERT_MESSAGE(text, contains(text, "3 scenarios: combined best in "));
+    CPPUNIT_ASSERT_MESSAGE(text, contains(text, "or p99 JCT or max FTF over Tiresias's): ") && contains(text, " of 3"));
+    // Each report holds both policies, run with the restart cost given (default 30 s).
+    auto restart_of = [](const std::string& report, const char* policy) {
+      json_error_t err;
+      json_t* root = json_load_file(report.c_str(), 0, &err);
+      CPPUNIT_ASSERT_MESSAGE(report + ": " + err.text, root);
+      CPPUNIT_ASSERT_MESSAGE(policy, json_object_get(json_object_get(root, "policies"), policy));
+      double r = json_number_value(json_object_get(json_object_get(root, "ringsim"), "restart_s"));
+      json_decref(root);
+      return r;
+    };
+    CPPUNIT_ASSERT_EQUAL(30.0, restart_of(out1 + "/reports/efd-t4x4-L1-s2.json", "tiresias"));
+    CPPUNIT_ASSERT_EQUAL(30.0, restart_of(out1 + "/reports/efd-t4x4-L1-s2.json", "combined"));
+    // The same folder with other options would mix runs: refused, naming both.
+    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + out1 + " --families efd --policies tiresias,combined --seeds 2 --restart 120", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "other options") && contains(out, "restart=30") && contains(out, "restart=120"));
+    const std::string out2 = d.path() + "/b";
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run_shell(sweep + out2 + " --families efd --policies tiresias,combined --seeds 2 "
+                                                         "--restart 120 --plan-gap 2", &out));
+    CPPUNIT_ASSERT_EQUAL(120.0, restart_of(out2 + "/reports/efd-t4x4-L1-s2.json", "combined"));
+    // Bad options: named, nothing run.
+    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + d.path() + "/c --plan-gap soon", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--plan-gap wants a number of seconds") && contains(out, "'soon'"));
+    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + d.path() + "/c --families efd,nope", &out));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "unknown family 'nope'"));
+    CPPUNIT_ASSERT(access((d.path() + "/c").c_str(), F_OK) != 0);
   }
 };
 
