@@ -2,7 +2,8 @@
 // The planning pass, Planner::plan() (DESIGN 3): 1. how many GPUs each job gets (the doubling
 // round, the fairness pass, the starvation bound); 2. where (running jobs keep their GPUs, the
 // placement puts the rest); 3. the per-job rows and reasons. Its small steps are in
-// planner_steps.cpp, the model-similarity, SPB and no-stop rules in planner_hooks.cpp.
+// planner_steps.cpp, the model-similarity, SPB and no-stop rules in planner_hooks.cpp, the
+// configuration's checks and the policy names in planner_config.cpp.
 #include "ringsched/planner.h"
 
 #include <algorithm>
@@ -22,45 +23,6 @@
 #include "planner_steps.h"
 
 namespace ringsched {
-
-const char* policy_name(Policy p) {
-  switch (p) {
-    case Policy::Static: return "static";
-    case Policy::Doubling: return "doubling";
-    case Policy::Hetero: return "hetero";
-    case Policy::Combined: return "combined";
-  }
-  return "?";
-}
-
-Policy parse_policy(const std::string& name) {
-  for (Policy p : {Policy::Static, Policy::Doubling, Policy::Hetero, Policy::Combined})
-    if (name == policy_name(p)) return p;
-  throw InputError("unknown policy '" + name + "' (expected static, doubling, hetero or combined)");
-}
-
-const JobPlan* Plan::find(const std::string& job_id) const {
-  for (const JobPlan& j : jobs)
-    if (j.job_id == job_id) return &j;
-  return nullptr;
-}
-
-Planner::Planner(ThroughputModel model, PlannerConfig config)
-    : model_(std::move(model)), config_(config) {
-  if (config_.samples < 0) throw InputError("planner: samples must be >= 0");
-  if (!(config_.aging >= 0) || !std::isfinite(config_.aging))
-    throw InputError("planner: aging must be a finite number >= 0");
-  if (!(config_.fairness >= 0) || !std::isfinite(config_.fairness))
-    throw InputError("planner: fairness must be a finite number >= 0");
-  if (!(config_.late_factor >= 0) || !std::isfinite(config_.late_factor))
-    throw InputError("planner: late_factor must be a finite number >= 0");
-  if (!(config_.late_share >= 0 && config_.late_share <= 1))
-    throw InputError("planner: late_share must be within [0, 1]");
-}
-
-void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {
-  similarity_ = std::move(similarity);
-}
 
 using namespace planner_detail;
 
