@@ -151,7 +151,8 @@ DoublingResult DoublingRound::run_exact() {
       // Gross gain: what holding the job would cost the plan, before this job's restart.
       double gain = planning_cost(alt) - base_cost + costs_.restart_s;
       resize_gain[j] = gain;
-      bool starving_waits = starves(plan, alt, j);
+      bool starving_waits =
+          starves(plan, alt, j) || (lends_with_lead(j) && keeps_arrival_waiting(plan, alt));
       bool too_soon = this->too_soon(j) &&
                       !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j));
       bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s &&
@@ -228,7 +229,7 @@ DoublingResult DoublingRound::run_incremental() {
       Held h = hold(w, pinned, m, c.job, w_cost);
       double gain = h.cost - w_cost + costs_.restart_s;
       resize_gain[j] = gain;
-      bool starving_waits = starves(w, h);
+      bool starving_waits = starves(w, h) || (lends_with_lead(j) && keeps_arrival_waiting(w, h));
       bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h));
       bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(w, j) &&
                        !starving_waits;

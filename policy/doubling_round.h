@@ -282,6 +282,30 @@ class DoublingRound {
     return false;
   }
 
+  // Whether running job j holds GPUs above its request (lent) and, shrunk to its request now
+  // and restarted, would still finish before it would have alone at its request: then its lead
+  // pays for the restart, and a hold that keeps a waiting job waiting is refused as one that
+  // keeps a starving job waiting is (DoublingJob::alone_left_s). Without the lead, a lender
+  // taken back soon after it grew paid two restarts for little and finished later than alone
+  // (max finish-time fairness up to 1.29x Tiresias's; docs/combined-robustness.md).
+  bool lends_with_lead(size_t j) const {
+    const DoublingJob& d = curves_.job(j);
+    const int request = std::max(d.fair_max_gpus, d.min_gpus);
+    return d.running && d.lend_horizon_s > 0 && d.fair_max_gpus > 0 && d.current_gpus > request &&
+           costs_.restart_s + curves_.run_time(j, request) <= d.alone_left_s;
+  }
+  // Whether the hold keeps a waiting job waiting that the plan starts.
+  bool keeps_arrival_waiting(const Assignment& plan, const Assignment& held) const {
+    for (size_t k = 0; k < plan.gpus.size(); ++k)
+      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && !curves_.job(k).running) return true;
+    return false;
+  }
+  bool keeps_arrival_waiting(const Assignment& plan, const Held& held) const {
+    for (const auto& [k, size] : held.sizes)
+      if (size == 0 && plan.gpus[k] > 0 && !curves_.job(k).running) return true;
+    return false;
+  }
+
   // Within the interval, whether holding lender j (DoublingJob::interval_yields) is refused:
   // when the hold keeps a starving job waiting or squeezes (stops or shrinks) a running job
   // within its request on j's set of types, but within the grace after j's own restart (the
@@ -356,6 +380,16 @@ class DoublingRound {
   double cost(size_t j, int n) const {
     double t = curves_.run_time(j, n);
     const DoublingJob& job = curves_.job(j);
+    // Above its request for longer than the lend horizon: H seconds at n, the rest of the work at
+    // the request, and the restart of that return (DoublingJob::lend_horizon_s).
+    const double h = job.lend_horizon_s;
+    if (h > 0 && job.fair_max_gpus > 0 && t > h) {
+      const int request = std::max(job.fair_max_gpus, job.min_gpus);
+      if (n > request) {
+        const double at_request = curves_.speed(j, request);
+        if (at_request > 0) t = h + (job.remaining - h * curves_.speed(j, n)) / at_request + costs_.restart_s;
+      }
+    }
     if (job.running && n != job.current_gpus) t += costs_.restart_s;
     return t;
   }

@@ -169,6 +169,10 @@ Plan Planner::plan(const Snapshot& snap) const {
             if (j.elastic) {
               dj[i].fair_max_gpus = want;
               dj[i].fair_time_s = fair_run_s;
+              if (config_.policy == Policy::Combined && config_.lend_horizon_s > 0) {
+                dj[i].lend_horizon_s = config_.lend_horizon_s;
+                dj[i].alone_left_s = work / alone - waited;
+              }
             }
             // Waiting, and late even if it started now at its base size: a running job that
             // needs longer is not held for a small gain when that would keep it waiting

@@ -41,6 +41,8 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
     throw InputError("planner: late_factor must be a finite number >= 0");
   if (!(config_.late_share >= 0 && config_.late_share <= 1))
     throw InputError("planner: late_share must be within [0, 1]");
+  if (!(config_.lend_horizon_s >= 0) || !std::isfinite(config_.lend_horizon_s))
+    throw InputError("planner: lend_horizon_s must be a finite number of seconds >= 0");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {

@@ -400,6 +400,7 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   cfg.seed = opt.seed;
   cfg.fairness = opt.fairness;
   cfg.late_factor = opt.late_factor;
+  cfg.lend_horizon_s = opt.lend_horizon_s;
   cfg.spb_packing = false;
   cfg.use_similarity = true;
   std::string base = name;

@@ -2,7 +2,9 @@
 // GPUs lent above a job's request come back before a running job within its own request is
 // stopped or shrunk (DoublingJob::type_set), within the minimum interval too
 // (DoublingJob::interval_yields), and the fairness pass steps over a size that is no faster;
-// step 3 never values a hold by stopping a job that may not be stopped.
+// step 3 never values a hold by stopping a job that may not be stopped; with a lend horizon, a
+// size above the request is valued as kept for that long, and a lender ahead of its time alone
+// gives its GPUs back to an arrival (DoublingJob::lend_horizon_s, alone_left_s).
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cmath>
@@ -21,6 +23,8 @@ class DoublingLendingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(lent_gpus_come_back_before_a_job_within_its_request_shrinks);
   CPPUNIT_TEST(the_fairness_pass_steps_over_a_slower_size);
   CPPUNIT_TEST(a_hold_is_not_valued_by_stopping_a_job_that_may_not_be_stopped);
+  CPPUNIT_TEST(a_size_above_the_request_is_valued_for_the_lend_horizon);
+  CPPUNIT_TEST(a_lender_ahead_of_its_time_alone_gives_gpus_back_to_an_arrival);
   CPPUNIT_TEST_SUITE_END();
 
   // 9 GPUs. A asked for 1 and was grown to 4 (a long job: 4 GPUs save it 30,000 s); B runs at
@@ -173,6 +177,71 @@ class DoublingLendingTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[0]);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[1]);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[2]);
+    }
+  }
+  // 3 GPUs, linear speeds. L asked for 1 and runs on 1 (40,000 s of work); S arrives asking for
+  // 1, may take 2, and has 3,600 s of work. One GPU is left for one doubling. Kept to the end,
+  // L's 1 -> 2 saves 20,000 s and wins; with a horizon of 1,800 s L is valued at 2 GPUs for
+  // 1,800 s and back at 1 after one more restart, which saves 1,740 s, and S's 1,800 wins.
+  void a_size_above_the_request_is_valued_for_the_lend_horizon() {
+    ResizeCosts costs;
+    auto linear = [](int n) { return static_cast<double>(n); };
+    for (double horizon : {0.0, 1800.0}) {
+      DoublingJob s = elastic(3600, 1, 2, linear);
+      s.fair_max_gpus = 1;
+      s.lend_horizon_s = horizon;
+      DoublingJob l = running(elastic(40000, 1, 8, linear), 1, -1e4);
+      l.fair_max_gpus = 1;
+      l.lend_horizon_s = horizon;
+      const std::vector<DoublingJob> jobs = {s, l};
+      DoublingResult r = doubling_heuristic(jobs, identity(2), 3, costs, 0.0);
+      check_valid(jobs, 3, r);
+      const std::string what = "horizon " + std::to_string(horizon) + ": S " + r.reasons[0] + "; L " + r.reasons[1];
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, horizon > 0 ? 2 : 1, r.gpus[0]);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, horizon > 0 ? 1 : 2, r.gpus[1]);
+    }
+  }
+
+  // 5 GPUs, linear speeds. L asked for 1 and was grown to 4 long ago (40,000 s of work at 1); B
+  // runs on the 1 it asked for, may not be stopped, and finishes in 200 s; C arrives needing 1
+  // (100 s). The plan
+  // shrinks L to 2 and starts C. Holding L at 4 saves L far more than C loses waiting 200 s for
+  // B's GPU, so step 3 holds it -- unless L is ahead of its time alone at its request by more
+  // than a restart: then its lent GPUs come back for C. Kept to the end (no horizon), or
+  // without that lead, L is held and C waits. Both step 3 paths.
+  void a_lender_ahead_of_its_time_alone_gives_gpus_back_to_an_arrival() {
+    ResizeCosts costs;
+    auto linear = [](int n) { return static_cast<double>(n); };
+    struct Case {
+      double horizon, alone_left;
+      bool given_back;
+    };
+    for (int exact_max : {16, 0}) {
+      DoublingSteps steps;
+      steps.exact_hysteresis_max_jobs = exact_max;
+      for (const Case& k : {Case{0, 1e6, false}, Case{1800, 1e6, true}, Case{1800, 1000, false}}) {
+        DoublingJob c = elastic(100, 1, 1, linear);
+        DoublingJob l = running(elastic(40000, 1, 8, linear), 4, -1e4);
+        l.fair_max_gpus = 1;
+        l.lend_horizon_s = k.horizon;
+        l.alone_left_s = k.alone_left;
+        DoublingJob b = running(elastic(200, 1, 1, linear), 1, -1e4);
+        b.stoppable = false;
+        const std::vector<DoublingJob> jobs = {c, l, b};
+        DoublingResult r = doubling_heuristic(jobs, identity(3), 5, costs, 0.0, steps);
+        check_valid(jobs, 5, r);
+        const std::string what = "exact_max " + std::to_string(exact_max) + " horizon " +
+                                 std::to_string(k.horizon) + " alone_left " + std::to_string(k.alone_left) +
+                                 ": C " + r.reasons[0] + "; L " + r.reasons[1];
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, r.gpus[2]);
+        if (k.given_back) {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, r.gpus[0]);
+          CPPUNIT_ASSERT_MESSAGE(what, r.gpus[1] < 4);
+        } else {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[0]);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[1]);
+        }
+      }
     }
   }
 };

@@ -2,6 +2,8 @@
 // The planner on the real Gavel profiles: one call, a snapshot in, a plan out.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <limits>
+
 #include <iomanip>
 #include <map>
 #include <memory>
@@ -567,6 +569,11 @@ class PlannerTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
     bad.late_factor = 2;
     bad.late_share = 1.5;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+    bad.late_share = 0.125;
+    bad.lend_horizon_s = -1;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+    bad.lend_horizon_s = std::numeric_limits<double>::infinity();
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
   }
 

@@ -182,6 +182,16 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(r.planner.preempt);  // the default
     CPPUNIT_ASSERT(r.planner.tail_guard);
     CPPUNIT_ASSERT(!RingschedConf::parse("ProfileFiles=p.csv\nTailGuard=no\n", "x").planner.tail_guard);
+    // The lend horizon: the planner's default, a number of seconds, 0 (off); a bad one named.
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_horizon_s, r.planner.lend_horizon_s);
+    CPPUNIT_ASSERT_EQUAL(600.0, RingschedConf::parse("ProfileFiles=p.csv\nLendHorizon=600\n", "x").planner.lend_horizon_s);
+    CPPUNIT_ASSERT_EQUAL(0.0, RingschedConf::parse("ProfileFiles=p.csv\nLendHorizon=0\n", "x").planner.lend_horizon_s);
+    try {
+      RingschedConf::parse("ProfileFiles=p.csv\nLendHorizon=-5\n", "ringsched.conf");
+      CPPUNIT_FAIL("a negative LendHorizon was taken");
+    } catch (const ringsched::InputError& e) {
+      CPPUNIT_ASSERT_MESSAGE(e.what(), std::string(e.what()).find("ringsched.conf:2") != std::string::npos);
+    }
     // Finish-time fairness and the starvation bound: the planner's defaults, then set.
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, r.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, r.planner.late_factor);
@@ -198,6 +208,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, ex.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.tail_guard, ex.planner.tail_guard);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_horizon_s, ex.planner.lend_horizon_s);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.

@@ -64,6 +64,16 @@ struct DoublingJob {
   // start on K80s instead of waiting 52 s for V100s; it ran there 13 hours (avg JCT +28% on that
   // run; docs/combined-fairness.md).
   int type_set = -1;
+  // Ours (combined; PlannerConfig::lend_horizon_s): GPUs above fair_max_gpus are lent, and the
+  // next arrival that needs them takes them back, so a size above it is valued as kept for this
+  // many seconds and then run at fair_max_gpus after one more restart (DoublingRound::cost()).
+  // 0: kept to the end (the paper's doubling).
+  double lend_horizon_s = 0;
+  // Ours (combined, with lend_horizon_s): seconds from now until the job would have finished had
+  // it run alone at its requested size from its submission (infinite: not set). A lender that,
+  // shrunk to fair_max_gpus now and restarted, still finishes within it gives its lent GPUs back
+  // to a waiting job rather than be held for its gain (DoublingRound::lends_with_lead()).
+  double alone_left_s = std::numeric_limits<double>::infinity();
 };
 
 struct DoublingResult {
