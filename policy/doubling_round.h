@@ -291,9 +291,8 @@ class DoublingRound {
   // (docs/combined-robustness.md).
   bool lends_with_lead(size_t j) const {
     const DoublingJob& d = curves_.job(j);
-    const int request = std::max(d.fair_max_gpus, d.min_gpus);
-    return d.running && d.lend_horizon_s > 0 && d.fair_max_gpus > 0 && d.current_gpus > request &&
-           costs_.restart_s + curves_.run_time(j, request) <= d.alone_left_s;
+    return d.running && d.lend_horizon_s > 0 && d.fair_max_gpus > 0 && d.current_gpus > d.request() &&
+           costs_.restart_s + curves_.run_time(j, d.request()) <= d.alone_left_s;
   }
   // Whether the hold keeps a waiting job waiting that the plan starts.
   bool keeps_arrival_waiting(const Assignment& plan, const Assignment& held) const {
@@ -348,7 +347,7 @@ class DoublingRound {
   // or nothing. The one test of both the lend-back (release_lender()) and the interval's yield.
   Squeeze loses_within_request(size_t k, int size) const {
     const DoublingJob& d = curves_.job(k);
-    const int request = d.fair_max_gpus > 0 ? std::max(d.fair_max_gpus, d.requested) : d.requested;
+    const int request = d.request();
     if (!d.running || d.type_set < 0 || !curves_.current_is_valid(k) || d.current_gpus > request ||
         size >= d.current_gpus)
       return Squeeze::None;
@@ -385,7 +384,7 @@ class DoublingRound {
     // the request, and the restart of that return (DoublingJob::lend_horizon_s).
     const double h = job.lend_horizon_s;
     if (h > 0 && job.fair_max_gpus > 0 && t > h) {
-      const int request = std::max(job.fair_max_gpus, job.min_gpus);
+      const int request = job.request();
       if (n > request) {
         const double at_request = curves_.speed(j, request);
         if (at_request > 0) t = h + (job.remaining - h * curves_.speed(j, n)) / at_request + costs_.restart_s;

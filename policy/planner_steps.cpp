@@ -263,7 +263,7 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
   int marked = 0;
   for (DoublingJob& d : jobs) {
     const double since_s = now_s - d.last_resize_s;
-    const int floor = std::max(d.fair_max_gpus, d.min_gpus);
+    const int floor = d.request();
     if (!d.running || !d.elastic || d.fair_max_gpus <= 0 || d.current_gpus <= floor ||
         !(since_s < costs.min_interval_s))
       continue;

@@ -3,6 +3,7 @@
 // exact dynamic programme for the static one-round problem it approximates.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <string>
@@ -74,6 +75,11 @@ struct DoublingJob {
   // shrunk to fair_max_gpus now and restarted, still finishes within it gives its lent GPUs back
   // to a waiting job rather than be held for its gain (DoublingRound::lends_with_lead()).
   double alone_left_s = std::numeric_limits<double>::infinity();
+
+  // The size the job asked for as lending counts it: its requested size as the fairness pass
+  // counts it, or the base it runs at if that is more (a late job's raised base). GPUs above it
+  // are lent (the lend-back, the interval's yield, the lend horizon).
+  int request() const { return std::max(fair_max_gpus, requested); }
 };
 
 struct DoublingResult {
