@@ -13,7 +13,7 @@ struct RunInfo {
   std::string trace, cluster, profiles;
   int gpus = 0;
   long jobs = 0;
-  double round_s = 0, restart_s = 0;
+  double round_s = 0, restart_s = 0, plan_gap_s = 0;
   unsigned seed = 0;
 };
 

@@ -283,6 +283,7 @@ int cmd_run(int argc, char** argv) {
     info.jobs = static_cast<long>(trace.jobs.size());
     info.round_s = cfg.round_s;
     info.restart_s = cfg.restart_s;
+    info.plan_gap_s = cfg.min_plan_gap_s;
     info.seed = po.seed;
     write_json_report(a.opt["--report"], info, results, !a.flags.count("--no-job-rows"));
     std::cout << "report: " << a.opt["--report"] << "\n";
