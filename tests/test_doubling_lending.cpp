@@ -179,6 +179,7 @@ class DoublingLendingTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[2]);
     }
   }
+
   // 3 GPUs, linear speeds. L asked for 1 and runs on 1 (40,000 s of work); S arrives asking for
   // 1, may take 2, and has 3,600 s of work. One GPU is left for one doubling. Kept to the end,
   // L's 1 -> 2 saves 20,000 s and wins; with a horizon of 1,800 s L is valued at 2 GPUs for
@@ -204,11 +205,10 @@ class DoublingLendingTest : public CppUnit::TestFixture {
 
   // 5 GPUs, linear speeds. L asked for 1 and was grown to 4 long ago (40,000 s of work at 1); B
   // runs on the 1 it asked for, may not be stopped, and finishes in 200 s; C arrives needing 1
-  // (100 s). The plan
-  // shrinks L to 2 and starts C. Holding L at 4 saves L far more than C loses waiting 200 s for
-  // B's GPU, so step 3 holds it -- unless L is ahead of its time alone at its request by more
-  // than a restart: then its lent GPUs come back for C. Kept to the end (no horizon), or
-  // without that lead, L is held and C waits. Both step 3 paths.
+  // (100 s). The plan shrinks L to 2 and starts C. Holding L at 4 saves L far more than C loses
+  // waiting 200 s for B's GPU, so step 3 holds it -- unless L is ahead of its time alone at its
+  // request by more than a restart: then its lent GPUs come back for C. Kept to the end (no
+  // horizon), or without that lead, L is held and C waits. Both step 3 paths.
   void a_lender_ahead_of_its_time_alone_gives_gpus_back_to_an_arrival() {
     ResizeCosts costs;
     auto linear = [](int n) { return static_cast<double>(n); };

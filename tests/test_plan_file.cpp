@@ -83,14 +83,7 @@ bool same_real(double x, double y) { return (std::isnan(x) && std::isnan(y)) || 
 
 // The ringsched command of this build on `plan`: exit status and what it printed.
 std::pair<int, std::string> ringsched_cli(const std::string& plan, const std::string& args) {
-  const std::string cmd = std::string(RINGSCHED_BUILDDIR) + "/tools/ringsched --plan '" + plan + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[512];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = p ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return run_command(std::string(RINGSCHED_BUILDDIR) + "/tools/ringsched --plan '" + plan + "' " + args);
 }
 
 }  // namespace

@@ -2,9 +2,8 @@
 // The planner on the real Gavel profiles: one call, a snapshot in, a plan out.
 #include <cppunit/extensions/HelperMacros.h>
 
-#include <limits>
-
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>

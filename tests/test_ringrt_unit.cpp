@@ -6,6 +6,7 @@
 
 #include "internal.h"
 #include "ringrt.h"
+#include "test_util.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -137,15 +138,10 @@ class RingrtUnitTest : public CppUnit::TestFixture {
   // A test whose tool is missing (here valgrind, hidden by an empty PATH) says SKIP with its
   // reason, and the closing line counts it as skipped, not as passed.
   void testSkipIsReportedWithReason() {
-    const std::string cmd = std::string("cd ") + RINGSCHED_BUILDDIR + "/tests && env PATH=/nonexistent " +
-                            "./test_ringrt_faults RingrtFaultTest::testValgrindLeakCheck 2>&1";
-    std::string out;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, pclose(p));
-    }
+    const auto [status, out] = ringsched_test::run_command(
+        std::string("cd ") + RINGSCHED_BUILDDIR + "/tests && env PATH=/nonexistent " +
+        "./test_ringrt_faults RingrtFaultTest::testValgrindLeakCheck");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, status);
     CPPUNIT_ASSERT_MESSAGE(out, out.find("SKIP RingrtFaultTest::testValgrindLeakCheck") != std::string::npos);
     CPPUNIT_ASSERT_MESSAGE(out, out.find("valgrind is not installed") != std::string::npos);
     CPPUNIT_ASSERT_MESSAGE(out, out.find("\n0 passed, 0 failed, 1 skipped\n") != std::string::npos);

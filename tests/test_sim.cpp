@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <tuple>
 
 #include <jansson.h>
 #include <sys/wait.h>
@@ -62,17 +63,6 @@ class GrowOnce : public SchedulingPolicy {
 };
 
 }  // namespace
-
-// Runs a shell command line; its exit status, stdout and stderr together in *out.
-int run_shell(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  CPPUNIT_ASSERT(p);
-  char buf[512];
-  out->clear();
-  while (fgets(buf, sizeof buf, p)) *out += buf;
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(SimTest);
@@ -487,7 +477,11 @@ class SimTest : public CppUnit::TestFixture {
     std::string tr = d.write("t.csv", "job_id,submit_s,model,gpus,iterations\n"
                                       "a,0,m,2,100\nb,10,m,4,400\nc,20,m,2,60\nd,30,m,1,10\n");
     std::string rep = d.path() + "/r.json";
-    auto run = [&](const std::string& args, std::string* out) { return run_shell(bin + " " + args, out); };
+    auto run = [&](const std::string& args, std::string* out) {
+      int status;
+      std::tie(status, *out) = run_command(bin + " " + args);
+      return status;
+    };
     std::string out;
     CPPUNIT_ASSERT_EQUAL(0, run("run --quiet --trace " + tr + " --cluster " + cl + " --profiles " + prof +
                                     " --compare fifo,tiresias --report " + rep, &out));
@@ -522,47 +516,55 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run("run --quiet --trace " + synth + " --cluster " + cl24 + " --profiles " +
                                                  repo_file("data/profiles/gavel.csv") + " --compare fifo", &out));
   }
+
   // sim/sweep.sh (issue 15.2's sweep) on one small family: its table and its one-figure miss
   // count, the ringsim options it passes on, and the errors that keep a site from mixing runs.
   void testSweepScript() {
-    const std::string any = shared_data("gavel/philly_job_distribution.csv");
-    const std::string data = any.substr(0, any.size() - std::string("/gavel/philly_job_distribution.csv").size());
+    const std::string data = shared_data(".");
     if (access("/usr/bin/python3", X_OK) != 0) RINGSCHED_SKIP("/usr/bin/python3 (sweep.sh's summary) is missing");
     TempDir d;
     const std::string sweep = "cd '" + std::string(RINGSCHED_SRCDIR) + "' && RINGSIM='" + RINGSCHED_BUILDDIR +
                               "/sim/ringsim' RINGSCHED_SHARED_DATA='" + data + "' sh sim/sweep.sh ";
+    const std::string efd = " --families efd --policies tiresias,combined --seeds 2";
     const std::string out1 = d.path() + "/a";
-    std::string out;
-    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run_shell(sweep + out1 + " --families efd --policies tiresias,combined --seeds 2", &out));
+    auto [status, out] = run_command(sweep + out1 + efd);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, status);
     std::ifstream summary(out1 + "/summary.txt");
-    std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+    const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
     for (const char* sc : {"efd-t4x4-L0.5-s2", "efd-t4x4-L1-s2", "efd-t4x4-L2-s2"})
       CPPUNIT_ASSERT_MESSAGE(text, contains(text, sc));
     CPPUNIT_ASSERT_MESSAGE(text, contains(text, "3 scenarios: combined best in "));
     CPPUNIT_ASSERT_MESSAGE(text, contains(text, "or p99 JCT or max FTF over Tiresias's): ") && contains(text, " of 3"));
-    // Each report holds both policies, run with the restart cost given (default 30 s).
-    auto restart_of = [](const std::string& report, const char* policy) {
+    // Each report holds both policies and the settings it was run with (defaults: 30 s, 0 s).
+    auto setting = [](const std::string& report, const char* key) {
       json_error_t err;
       json_t* root = json_load_file(report.c_str(), 0, &err);
       CPPUNIT_ASSERT_MESSAGE(report + ": " + err.text, root);
-      CPPUNIT_ASSERT_MESSAGE(policy, json_object_get(json_object_get(root, "policies"), policy));
-      double r = json_number_value(json_object_get(json_object_get(root, "ringsim"), "restart_s"));
+      json_t* policies = json_object_get(root, "policies");
+      CPPUNIT_ASSERT(json_object_get(policies, "tiresias") && json_object_get(policies, "combined"));
+      json_t* v = json_object_get(json_object_get(root, "ringsim"), key);
+      CPPUNIT_ASSERT_MESSAGE(key, json_is_number(v));
+      const double x = json_number_value(v);
       json_decref(root);
-      return r;
+      return x;
     };
-    CPPUNIT_ASSERT_EQUAL(30.0, restart_of(out1 + "/reports/efd-t4x4-L1-s2.json", "tiresias"));
-    CPPUNIT_ASSERT_EQUAL(30.0, restart_of(out1 + "/reports/efd-t4x4-L1-s2.json", "combined"));
+    CPPUNIT_ASSERT_EQUAL(30.0, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "restart_s"));
+    CPPUNIT_ASSERT_EQUAL(0.0, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "plan_gap_s"));
     // The same folder with other options would mix runs: refused, naming both.
-    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + out1 + " --families efd --policies tiresias,combined --seeds 2 --restart 120", &out));
+    std::tie(status, out) = run_command(sweep + out1 + efd + " --restart 120");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "other options") && contains(out, "restart=30") && contains(out, "restart=120"));
     const std::string out2 = d.path() + "/b";
-    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, run_shell(sweep + out2 + " --families efd --policies tiresias,combined --seeds 2 "
-                                                         "--restart 120 --plan-gap 2", &out));
-    CPPUNIT_ASSERT_EQUAL(120.0, restart_of(out2 + "/reports/efd-t4x4-L1-s2.json", "combined"));
+    std::tie(status, out) = run_command(sweep + out2 + efd + " --restart 120 --plan-gap 2");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, status);
+    CPPUNIT_ASSERT_EQUAL(120.0, setting(out2 + "/reports/efd-t4x4-L1-s2.json", "restart_s"));
+    CPPUNIT_ASSERT_EQUAL(2.0, setting(out2 + "/reports/efd-t4x4-L1-s2.json", "plan_gap_s"));
     // Bad options: named, nothing run.
-    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + d.path() + "/c --plan-gap soon", &out));
+    std::tie(status, out) = run_command(sweep + d.path() + "/c --plan-gap soon");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--plan-gap wants a number of seconds") && contains(out, "'soon'"));
-    CPPUNIT_ASSERT_EQUAL(2, run_shell(sweep + d.path() + "/c --families efd,nope", &out));
+    std::tie(status, out) = run_command(sweep + d.path() + "/c --families efd,nope");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "unknown family 'nope'"));
     CPPUNIT_ASSERT(access((d.path() + "/c").c_str(), F_OK) != 0);
   }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Small helpers shared by the test programs: temporary folders that clean up, the text of an
-// expected exception, and paths of the reference data.
+// expected exception, a shell command's exit status and output, and paths of the reference data.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -52,6 +54,19 @@ inline std::string error_of(const std::function<void()>& f) {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// Runs `cmd` with sh; its exit status (-1: it could not run or was killed) and what it wrote to
+// standard output and standard error, together.
+inline std::pair<int, std::string> run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 // A file under ../shared/data (RINGSCHED_SHARED_DATA; the environment variable of the same name
