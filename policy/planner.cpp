@@ -29,6 +29,8 @@ using namespace planner_detail;
 Plan Planner::plan(const Snapshot& snap) const {
   auto t0 = std::chrono::steady_clock::now();
   snap.cluster.validate();
+  if (!(snap.arrival_gap_s >= 0) || !std::isfinite(snap.arrival_gap_s))
+    throw InputError("snapshot: arrival_gap_s must be a finite number of seconds >= 0");
   std::unordered_set<std::string_view> ids;
   ids.reserve(snap.jobs.size());
   for (const Job& j : snap.jobs) {
@@ -56,6 +58,8 @@ Plan Planner::plan(const Snapshot& snap) const {
 
   const Cluster& cluster = snap.cluster;
   const int n = static_cast<int>(snap.jobs.size());
+  const double lend_horizon_s =
+      std::max(config_.lend_horizon_s, config_.lend_arrivals * std::max(0.0, snap.arrival_gap_s));
   // Whether the plan may stop running job i, or move it at its size (PlannerConfig::preempt).
   auto may_stop = [&](int i) { return config_.preempt && snap.jobs[i].stoppable; };
   // Walked once here, not once per job: clusters have thousands of nodes.
@@ -170,7 +174,7 @@ Plan Planner::plan(const Snapshot& snap) const {
               dj[i].fair_max_gpus = want;
               dj[i].fair_time_s = fair_run_s;
               if (config_.policy == Policy::Combined && config_.lend_horizon_s > 0) {
-                dj[i].lend_horizon_s = config_.lend_horizon_s;
+                dj[i].lend_horizon_s = lend_horizon_s;
                 dj[i].alone_left_s = work / alone - waited;
               }
             }

@@ -43,6 +43,8 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
     throw InputError("planner: late_share must be within [0, 1]");
   if (!(config_.lend_horizon_s >= 0) || !std::isfinite(config_.lend_horizon_s))
     throw InputError("planner: lend_horizon_s must be a finite number of seconds >= 0");
+  if (!(config_.lend_arrivals >= 0) || !std::isfinite(config_.lend_arrivals))
+    throw InputError("planner: lend_arrivals must be a finite number >= 0");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {

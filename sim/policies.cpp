@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "policies.h"
+#include "ringsched/arrivals.h"
 
 #include <algorithm>
 #include <cmath>
@@ -337,6 +338,7 @@ class PlannerPolicy : public SchedulingPolicy {
       index.push_back(k);
     }
     if (s.jobs.empty()) return;
+    s.arrival_gap_s = arrivals_.observe(s);
     ringsched::Plan plan = planner_.plan(s);
     if (plan.jobs.size() != s.jobs.size())
       throw std::logic_error(name_ + ": the planner returned " + std::to_string(plan.jobs.size()) + " job plans for " +
@@ -365,6 +367,7 @@ class PlannerPolicy : public SchedulingPolicy {
  private:
   std::string name_;
   ringsched::Planner planner_;
+  ringsched::ArrivalClock arrivals_;  // as the plugin's planning thread keeps one
   int window_;
 };
 
@@ -401,6 +404,7 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   cfg.fairness = opt.fairness;
   cfg.late_factor = opt.late_factor;
   cfg.lend_horizon_s = opt.lend_horizon_s;
+  cfg.lend_arrivals = opt.lend_arrivals;
   cfg.spb_packing = false;
   cfg.use_similarity = true;
   std::string base = name;

@@ -67,6 +67,9 @@ const char kUsage[] =
     "                         seconds, and a lender ahead of its time alone gives them back\n"
     "                         to a waiting job (default 1800, LendHorizon in ringsched.conf;\n"
     "                         0: valued as kept to the end)\n"
+    "  --lend-arrivals N      combined: the lend horizon is at least N mean gaps between\n"
+    "                         arrivals, as the planning passes see them (default 3,\n"
+    "                         LendArrivals in ringsched.conf; 0: the horizon alone)\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -205,7 +208,8 @@ int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
-                       "--report", "--plots", "--fairness", "--late-factor", "--lend-horizon"},
+                       "--report", "--plots", "--fairness", "--late-factor", "--lend-horizon",
+                       "--lend-arrivals"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
@@ -240,6 +244,7 @@ int cmd_run(int argc, char** argv) {
   po.fairness = number_opt(a, "--fairness", po.fairness, 0, 1e6);
   po.late_factor = number_opt(a, "--late-factor", po.late_factor, 0, 1e6);
   po.lend_horizon_s = number_opt(a, "--lend-horizon", po.lend_horizon_s, 0, 1e9);
+  po.lend_arrivals = number_opt(a, "--lend-arrivals", po.lend_arrivals, 0, 1e6);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

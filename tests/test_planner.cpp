@@ -574,6 +574,11 @@ class PlannerTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
     bad.lend_horizon_s = std::numeric_limits<double>::infinity();
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+    bad.lend_horizon_s = 1800;
+    bad.lend_arrivals = -3;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+    bad.lend_arrivals = std::numeric_limits<double>::quiet_NaN();
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
   }
 
   // The floor over nodes. The snapshot above (a late job asking for 8, 63 longer 1-GPU jobs on

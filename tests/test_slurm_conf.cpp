@@ -192,6 +192,14 @@ class SlurmConfTest : public CppUnit::TestFixture {
     } catch (const ringsched::InputError& e) {
       CPPUNIT_ASSERT_MESSAGE(e.what(), std::string(e.what()).find("ringsched.conf:2") != std::string::npos);
     }
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_arrivals, r.planner.lend_arrivals);
+    CPPUNIT_ASSERT_EQUAL(0.0, RingschedConf::parse("ProfileFiles=p.csv\nLendArrivals=0\n", "x").planner.lend_arrivals);
+    try {
+      RingschedConf::parse("ProfileFiles=p.csv\n\nLendArrivals=many\n", "ringsched.conf");
+      CPPUNIT_FAIL("LendArrivals=many was taken");
+    } catch (const ringsched::InputError& e) {
+      CPPUNIT_ASSERT_MESSAGE(e.what(), std::string(e.what()).find("ringsched.conf:3") != std::string::npos);
+    }
     // Finish-time fairness and the starvation bound: the planner's defaults, then set.
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fairness, r.planner.fairness);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, r.planner.late_factor);
@@ -209,6 +217,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.tail_guard, ex.planner.tail_guard);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_horizon_s, ex.planner.lend_horizon_s);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_arrivals, ex.planner.lend_arrivals);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.

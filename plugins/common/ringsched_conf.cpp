@@ -170,6 +170,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.planner.late_share = v.number(0, 1);
     } else if (k == "lendhorizon") {
       c.planner.lend_horizon_s = v.number(0, 365 * 86400.0);
+    } else if (k == "lendarrivals") {
+      c.planner.lend_arrivals = v.number(0, 1000);
     } else if (k == "lendvaluation") {
       // Removed: say so rather than "unknown key" to an admin whose file had it.
       throw InputError(path, line, "LendValuation was removed: a late job now gets its whole floor "

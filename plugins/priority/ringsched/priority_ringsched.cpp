@@ -42,6 +42,7 @@
 #include "ring_request.h"
 #include "slurm_compat.h"
 #include "slurm_glue.h"
+#include "ringsched/arrivals.h"
 
 extern "C" {
 extern const char plugin_name[];
@@ -200,7 +201,7 @@ class PlanningThread {
   void round();
   RoundInput snapshot(bool with_engine) const;
   void apply_handovers(const RoundInput& in, time_t now);
-  RoundPlan plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now) const;
+  RoundPlan plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now);
   void set_priorities(const RoundInput& in, const RoundPlan& planned, time_t now) const;
   void reshape_pending(const ringsched::ConfiguredPolicy& policy, const RoundInput& in, const RoundPlan& planned,
                        time_t now, RoundStats& stats);
@@ -225,6 +226,7 @@ class PlanningThread {
   ringsched::PolicyHolder policy_{"priority/ringsched"};
   std::map<uint32_t, std::string> signalled_;  // job -> last resize request sent
   std::map<uint32_t, ReshapeMemory> reshaped_;  // pending jobs this thread reshaped
+  ringsched::ArrivalClock arrivals_;            // the lend horizon's arrival gap
   std::atomic<int> min_gap_s_{2};              // MinReplanGap of the last configuration seen
 };
 
@@ -462,7 +464,7 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
 }
 
 // 2. Plan, no lock held.
-RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now) const {
+RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now) {
   RoundPlan out;
   ringsched::Snapshot& snap = out.snap;
   snap.cluster = in.cluster;
@@ -505,6 +507,7 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
     job.stoppable = may_stop(r, policy.conf());
     snap.jobs.push_back(job);
   }
+  snap.arrival_gap_s = arrivals_.observe(snap);
   if (!snap.jobs.empty()) out.plan = policy.planner().plan(snap);
   for (const auto& jp : out.plan.jobs) out.by_job[jp.job_id] = &jp;
   return out;
