@@ -764,6 +764,8 @@ Plan Planner::plan(const Snapshot& snap) const {
       }
   }
   plan.objective_s = objective;
+  plan.lend_horizon_s =
+      config_.policy == Policy::Combined && config_.fairness > 0 && config_.lend_horizon_s > 0 ? lend_horizon_s : 0;
   plan.decision_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;

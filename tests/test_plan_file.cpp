@@ -52,6 +52,7 @@ PlanFile sample_plan() {
   pf.plan.policy = "combined";
   pf.plan.objective_s = 4321.125;
   pf.plan.decision_ms = 0.1;  // not exact in binary: the figure must come back all the same
+  pf.plan.lend_horizon_s = 3924;
   ringsched::JobPlan a;
   a.job_id = "17";
   a.order = 0;
@@ -129,6 +130,7 @@ class PlanFileTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(in.plan.policy, out.plan.policy);
     CPPUNIT_ASSERT_EQUAL(in.plan.objective_s, out.plan.objective_s);
     CPPUNIT_ASSERT_EQUAL(in.plan.decision_ms, out.plan.decision_ms);
+    CPPUNIT_ASSERT_EQUAL(in.plan.lend_horizon_s, out.plan.lend_horizon_s);
     CPPUNIT_ASSERT_EQUAL(in.plan.jobs.size(), out.plan.jobs.size());
     for (size_t i = 0; i < in.plan.jobs.size(); ++i) {
       const auto &x = in.plan.jobs[i], &y = out.plan.jobs[i];
@@ -225,6 +227,7 @@ class PlanFileTest : public CppUnit::TestFixture {
         {"\"elastic\": true", "\"elastic\": 1", "jobs[0].elastic: expected true or false"},
         {"\"p100\": 4", "\"p100\": 99999999", "plan.jobs[0].gpus_by_type.p100: expected a whole number"},
         {"\"spb_depth\": 0.75", "\"spb_depth\": 7.5", "plan.jobs[0].spb_depth: expected a number in 0..1"},
+        {"\"lend_horizon_s\": 3924.0", "\"lend_horizon_s\": \"long\"", "plan.lend_horizon_s: expected a number"},
         {"\"order\": 1,", "\"order\": 1.5,", "plan.jobs[1].order: expected a whole number"},
         {"\"generated_at\": 1700000123", "\"generated_at\": \"now\"", "generated_at: expected a whole number"},
         {"\"reason\": \"faster on p100\"", "\"why\": \"faster on p100\"", "plan.jobs[0].reason: missing"},
@@ -240,6 +243,12 @@ class PlanFileTest : public CppUnit::TestFixture {
       const std::string e = error_of([&] { ringsched::read_plan_file(f); });
       CPPUNIT_ASSERT_MESSAGE(c.to + " gave: " + e, contains(e, f + ":") && contains(e, c.expect));
     }
+    // A plan written before the lend horizon was recorded still reads: no horizon.
+    std::string old = good;
+    const size_t key = old.find("\"lend_horizon_s\": 3924.0,");
+    CPPUNIT_ASSERT(key != std::string::npos);
+    old.erase(key, std::string("\"lend_horizon_s\": 3924.0,").size());
+    CPPUNIT_ASSERT_EQUAL(0.0, ringsched::read_plan_file(dir.write("old.json", old)).plan.lend_horizon_s);
     const std::string list = dir.write("list.json", "[1, 2]\n");
     CPPUNIT_ASSERT(contains(error_of([&] { ringsched::read_plan_file(list); }), "not a ringsched plan"));
   }
@@ -251,6 +260,7 @@ class PlanFileTest : public CppUnit::TestFixture {
     const auto [rc, out] = ringsched_cli(path, "status");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, rc);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "policy combined"));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "lend horizon 3924 s"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "p100 8/8") && contains(out, "v100 2/4"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "17       running  resnet50             1-8     2xv100     4xp100     0     resize"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "18       pending"));

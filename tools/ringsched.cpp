@@ -50,8 +50,10 @@ std::string shape(const std::map<std::string, int>& by_type) {
 
 int cmd_status(const std::string& plan_path) {
   const ringsched::PlanFile pf = ringsched::read_plan_file(plan_path);
-  std::printf("plan: %s, policy %s, %lld s old, decided in %.2f ms\n", plan_path.c_str(), pf.plan.policy.c_str(),
+  std::printf("plan: %s, policy %s, %lld s old, decided in %.2f ms", plan_path.c_str(), pf.plan.policy.c_str(),
               static_cast<long long>(std::time(nullptr)) - pf.generated_at, pf.plan.decision_ms);
+  if (pf.plan.lend_horizon_s > 0) std::printf(", lend horizon %.0f s", pf.plan.lend_horizon_s);
+  std::printf("\n");
   std::map<std::string, std::pair<long long, long long>> by_type;
   for (const ringsched::PlanFileNode& n : pf.cluster) {
     auto& t = by_type[n.gpu_type];

@@ -124,6 +124,7 @@ struct Plan {
   std::vector<JobPlan> jobs;  // in the order of the input jobs
   double objective_s = 0;     // sum of predicted remaining times of planned jobs
   double decision_ms = 0;     // wall time of the planning call
+  double lend_horizon_s = 0;  // the lend horizon it used (combined; 0: none)
   std::string policy;
   const JobPlan* find(const std::string& job_id) const;
 };
