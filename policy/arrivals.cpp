@@ -4,14 +4,21 @@
 namespace ringsched {
 
 double ArrivalClock::observe(const Snapshot& snap) {
-  std::unordered_set<std::string> now_listed;
-  now_listed.reserve(snap.jobs.size());
-  for (const Job& j : snap.jobs) {
-    if (!listed_.count(j.id)) arrivals_.push_back(snap.now_s);
-    now_listed.insert(j.id);
-  }
+  // Submit times are whole seconds in Slurm: a job submitted within the second of the previous
+  // pass may not have been listed by it.
+  const double since = last_pass_s_ - 1;
+  for (const Job& j : snap.jobs)
+    if (j.submit_s >= since && counted_.insert(j.id).second) arrivals_.push_back(snap.now_s);
   while (static_cast<int>(arrivals_.size()) > kWindow) arrivals_.pop_front();
-  listed_ = std::move(now_listed);
+  last_pass_s_ = snap.now_s;
+  // Forget the jobs that are gone once they are most of the set: amortized, a few per job.
+  if (counted_.size() > 2 * snap.jobs.size() + 64) {
+    std::unordered_set<std::string> listed;
+    listed.reserve(snap.jobs.size());
+    for (const Job& j : snap.jobs)
+      if (counted_.count(j.id)) listed.insert(j.id);
+    counted_ = std::move(listed);
+  }
   return gap_s();
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ringsched/arrivals.h"
 #include "ringsched/planner.h"
@@ -19,14 +21,19 @@ class PlannerArrivalsTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(theClockCountsEachJobOnceWhenFirstListed);
   CPPUNIT_TEST(theGapDoesNotLengthenWhileNothingArrives);
   CPPUNIT_TEST(theGapIsTakenOverTheLatestArrivals);
+  CPPUNIT_TEST(aLongBurstKeepsCountingEachJobOnce);
   CPPUNIT_TEST(slowArrivalsLendLongerThanTheHorizon);
   CPPUNIT_TEST(aBadArrivalGapIsRefused);
   CPPUNIT_TEST_SUITE_END();
 
-  static Snapshot listing(double now, std::initializer_list<const char*> ids) {
+  // A pass at `now` listing jobs by id and submit time.
+  static Snapshot listing(double now, std::initializer_list<std::pair<const char*, double>> jobs) {
     Snapshot s;
     s.now_s = now;
-    for (const char* id : ids) s.jobs.push_back(job(id, "resnet18-b64", 1, 1));
+    for (const auto& [id, submit] : jobs) {
+      s.jobs.push_back(job(id, "resnet18-b64", 1, 1));
+      s.jobs.back().submit_s = submit;
+    }
     return s;
   }
 
@@ -53,32 +60,57 @@ class PlannerArrivalsTest : public CppUnit::TestFixture {
  public:
   void theClockCountsEachJobOnceWhenFirstListed() {
     ArrivalClock clock;
-    CPPUNIT_ASSERT_EQUAL(0.0, clock.observe(listing(100, {"1"})));  // one arrival: no gap yet
-    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(200, {"1", "2"})));
-    // Still listed (running, or requeued at a new size with a new submit time): not again.
-    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(200, {"1", "2"})));
+    CPPUNIT_ASSERT_EQUAL(0.0, clock.observe(listing(100, {{"1", 90}})));  // one arrival: no gap yet
+    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(200, {{"1", 90}, {"2", 150}})));
+    // Still listed: not again, also when requeued (Slurm then resets its submit time).
+    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(300, {{"1", 90}, {"2", 280}})));
     // Two at once: three gaps over 300 s.
-    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(400, {"2", "3", "4"})));
+    CPPUNIT_ASSERT_EQUAL(100.0, clock.observe(listing(400, {{"2", 280}, {"3", 350}, {"4", 399}})));
+    // Submitted within the second of the previous pass (whole seconds in Slurm), listed now.
+    CPPUNIT_ASSERT_EQUAL(125.0, clock.observe(listing(600, {{"4", 399}, {"5", 399}})));
   }
 
   void theGapDoesNotLengthenWhileNothingArrives() {
     ArrivalClock clock;
-    clock.observe(listing(0, {"1"}));
-    clock.observe(listing(60, {"1", "2"}));
-    CPPUNIT_ASSERT_EQUAL(60.0, clock.observe(listing(3600, {"2"})));
+    clock.observe(listing(0, {{"1", 0}}));
+    clock.observe(listing(60, {{"1", 0}, {"2", 60}}));
+    CPPUNIT_ASSERT_EQUAL(60.0, clock.observe(listing(3600, {{"2", 60}})));
     CPPUNIT_ASSERT_EQUAL(60.0, clock.observe(listing(7200, {})));
-    // A job listed again after a pass without it (a restart of slurmctld) is a new arrival.
-    CPPUNIT_ASSERT_EQUAL(3600.0, clock.observe(listing(7200, {"2"})));
   }
 
   void theGapIsTakenOverTheLatestArrivals() {
     ArrivalClock clock;
     // Slow at first (one an hour), then one a minute: after kWindow fast ones the hour is gone.
     double t = 0;
-    for (int k = 0; k < 5; ++k, t += 3600) clock.observe(listing(t, {std::to_string(k).c_str()}));
+    for (int k = 0; k < 5; ++k, t += 3600) clock.observe(listing(t, {{std::to_string(k).c_str(), t}}));
     for (int k = 0; k < ArrivalClock::kWindow; ++k, t += 60)
-      clock.observe(listing(t, {("fast" + std::to_string(k)).c_str()}));
+      clock.observe(listing(t, {{("fast" + std::to_string(k)).c_str(), t}}));
     CPPUNIT_ASSERT_DOUBLES_EQUAL(60.0, clock.gap_s(), 1e-9);
+  }
+
+  void aLongBurstKeepsCountingEachJobOnce() {
+    // 500 jobs, 4 arriving at the start of each minute and 4 leaving, listed every 10 s with
+    // their submit times; the set of counted jobs is pruned on the way, and no job that is
+    // still listed counts again.
+    ArrivalClock clock;
+    std::vector<std::pair<std::string, double>> live;
+    double gap = 0;
+    for (int minute = 0, next = 0; minute < 125; ++minute)
+      for (int tick = 0; tick < 6; ++tick) {
+        const double now = minute * 60.0 + tick * 10;
+        if (tick == 0)
+          for (int k = 0; k < 4; ++k, ++next) live.emplace_back("j" + std::to_string(next), now);
+        if (live.size() > 40 && tick == 3) live.erase(live.begin(), live.begin() + 4);
+        Snapshot s;
+        s.now_s = now;
+        for (const auto& [id, submit] : live) {
+          s.jobs.push_back(job(id, "resnet18-b64", 1, 1));
+          s.jobs.back().submit_s = submit;
+        }
+        gap = clock.observe(s);
+      }
+    // 16 arrivals in 4 minutes: the window spans 4 passes of 4 (3 minutes over 15 gaps).
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(12.0, gap, 1e-9);
   }
 
   void slowArrivalsLendLongerThanTheHorizon() {
