@@ -255,6 +255,9 @@ class SlurmElasticTest : public CppUnit::TestFixture {
       if (!short_plan || pf.generated_at == last_plan) return false;
       last_plan = pf.generated_at;
       ++plans;
+      // Combined's lend horizon as the plugin planned with it: at least LendHorizon (1800 s).
+      if (!(pf.plan.lend_horizon_s >= 1800))
+        broken = "plan " + std::to_string(plans) + " has lend horizon " + std::to_string(pf.plan.lend_horizon_s);
       short_reason = short_plan->reason;
       if (short_plan->runs) broken = "plan " + std::to_string(plans) + " runs the short job: " + short_reason;
       if (cluster().job_field(job, "JobState") != "RUNNING") broken = "the long job stopped running";
