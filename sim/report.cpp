@@ -84,6 +84,10 @@ void write_json_report(const std::string& path, const RunInfo& info, const std::
   json_object_set_new(run, "round_s", json_real(info.round_s));
   json_object_set_new(run, "restart_s", json_real(info.restart_s));
   json_object_set_new(run, "plan_gap_s", json_real(info.plan_gap_s));
+  json_object_set_new(run, "fairness", json_real(info.fairness));
+  json_object_set_new(run, "late_factor", json_real(info.late_factor));
+  json_object_set_new(run, "lend_horizon_s", json_real(info.lend_horizon_s));
+  json_object_set_new(run, "lend_arrivals", json_real(info.lend_arrivals));
   json_object_set_new(run, "seed", json_integer(info.seed));
   json_object_set_new(root.get(), "ringsim", run);
   json_t* pol = json_object();

@@ -14,6 +14,8 @@ struct RunInfo {
   int gpus = 0;
   long jobs = 0;
   double round_s = 0, restart_s = 0, plan_gap_s = 0;
+  // combined's settings (PolicyOptions), so that runs with other settings can be told apart
+  double fairness = 0, late_factor = 0, lend_horizon_s = 0, lend_arrivals = 0;
   unsigned seed = 0;
 };
 

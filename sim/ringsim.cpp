@@ -289,6 +289,10 @@ int cmd_run(int argc, char** argv) {
     info.round_s = cfg.round_s;
     info.restart_s = cfg.restart_s;
     info.plan_gap_s = cfg.min_plan_gap_s;
+    info.fairness = po.fairness;
+    info.late_factor = po.late_factor;
+    info.lend_horizon_s = po.lend_horizon_s;
+    info.lend_arrivals = po.lend_arrivals;
     info.seed = po.seed;
     write_json_report(a.opt["--report"], info, results, !a.flags.count("--no-job-rows"));
     std::cout << "report: " << a.opt["--report"] << "\n";

@@ -550,6 +550,11 @@ class SimTest : public CppUnit::TestFixture {
     };
     CPPUNIT_ASSERT_EQUAL(30.0, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "restart_s"));
     CPPUNIT_ASSERT_EQUAL(0.0, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "plan_gap_s"));
+    // combined's own settings, ringsim's defaults (the plugin's)
+    const ringsched::PlannerConfig defaults;
+    CPPUNIT_ASSERT_EQUAL(defaults.lend_horizon_s, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "lend_horizon_s"));
+    CPPUNIT_ASSERT_EQUAL(defaults.lend_arrivals, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "lend_arrivals"));
+    CPPUNIT_ASSERT_EQUAL(defaults.late_factor, setting(out1 + "/reports/efd-t4x4-L1-s2.json", "late_factor"));
     // The same folder with other options would mix runs: refused, naming both.
     std::tie(status, out) = run_command(sweep + out1 + efd + " --restart 120");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
