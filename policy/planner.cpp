@@ -58,8 +58,11 @@ Plan Planner::plan(const Snapshot& snap) const {
 
   const Cluster& cluster = snap.cluster;
   const int n = static_cast<int>(snap.jobs.size());
+  // The lend horizon of combined's elastic jobs (PlannerConfig::lend_horizon_s); 0: none.
   const double lend_horizon_s =
-      std::max(config_.lend_horizon_s, config_.lend_arrivals * std::max(0.0, snap.arrival_gap_s));
+      config_.policy == Policy::Combined && config_.fairness > 0 && config_.lend_horizon_s > 0
+          ? std::max(config_.lend_horizon_s, config_.lend_arrivals * snap.arrival_gap_s)
+          : 0;
   // Whether the plan may stop running job i, or move it at its size (PlannerConfig::preempt).
   auto may_stop = [&](int i) { return config_.preempt && snap.jobs[i].stoppable; };
   // Walked once here, not once per job: clusters have thousands of nodes.
@@ -173,7 +176,7 @@ Plan Planner::plan(const Snapshot& snap) const {
             if (j.elastic) {
               dj[i].fair_max_gpus = want;
               dj[i].fair_time_s = fair_run_s;
-              if (config_.policy == Policy::Combined && config_.lend_horizon_s > 0) {
+              if (lend_horizon_s > 0) {
                 dj[i].lend_horizon_s = lend_horizon_s;
                 dj[i].alone_left_s = work / alone - waited;
               }
@@ -764,8 +767,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       }
   }
   plan.objective_s = objective;
-  plan.lend_horizon_s =
-      config_.policy == Policy::Combined && config_.fairness > 0 && config_.lend_horizon_s > 0 ? lend_horizon_s : 0;
+  plan.lend_horizon_s = lend_horizon_s;
   plan.decision_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
