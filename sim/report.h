@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "policies.h"
 
 namespace ringsim {
 
@@ -13,10 +14,10 @@ struct RunInfo {
   std::string trace, cluster, profiles;
   int gpus = 0;
   long jobs = 0;
-  double round_s = 0, restart_s = 0, plan_gap_s = 0;
-  // combined's settings (PolicyOptions), so that runs with other settings can be told apart
-  double fairness = 0, late_factor = 0, lend_horizon_s = 0, lend_arrivals = 0;
-  unsigned seed = 0;
+  double round_s = 0, plan_gap_s = 0;
+  // The policies' settings: the restart cost, the seed and combined's own (fairness, late
+  // factor, lend horizon), so that runs with other settings can be told apart.
+  PolicyOptions options;
 };
 
 // One JSON object: {"ringsim": {run info}, "policies": {name: {metrics..., "jobs": [rows]}}}.

@@ -244,7 +244,7 @@ int cmd_run(int argc, char** argv) {
   po.fairness = number_opt(a, "--fairness", po.fairness, 0, 1e6);
   po.late_factor = number_opt(a, "--late-factor", po.late_factor, 0, 1e6);
   po.lend_horizon_s = number_opt(a, "--lend-horizon", po.lend_horizon_s, 0, 1e9);
-  po.lend_arrivals = number_opt(a, "--lend-arrivals", po.lend_arrivals, 0, 1e6);
+  po.lend_arrivals = number_opt(a, "--lend-arrivals", po.lend_arrivals, 0, 1000);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");
@@ -287,13 +287,8 @@ int cmd_run(int argc, char** argv) {
     info.gpus = cluster.total_gpus();
     info.jobs = static_cast<long>(trace.jobs.size());
     info.round_s = cfg.round_s;
-    info.restart_s = cfg.restart_s;
     info.plan_gap_s = cfg.min_plan_gap_s;
-    info.fairness = po.fairness;
-    info.late_factor = po.late_factor;
-    info.lend_horizon_s = po.lend_horizon_s;
-    info.lend_arrivals = po.lend_arrivals;
-    info.seed = po.seed;
+    info.options = po;
     write_json_report(a.opt["--report"], info, results, !a.flags.count("--no-job-rows"));
     std::cout << "report: " << a.opt["--report"] << "\n";
   }
