@@ -19,9 +19,9 @@ class ArrivalClock {
 
   // A job of `snap` not counted before arrived at snap.now_s (the pass that first lists it).
   // Only jobs submitted since the previous pass are looked up, so a pass costs a comparison per
-  // job (a set of every listed id, rebuilt each pass, cost 11% of a 2,000-job burst's
-  // simulation). Slurm resets submit_time when it requeues a job: a job resized by requeue is
-  // looked up again and found. Jobs listed by the first pass count as arrivals too: after a
+  // job (a set of every listed id, rebuilt each pass, is 19 million string insertions over the
+  // 9,649 passes of bench/ringsim_burst.sh). Slurm resets submit_time when it requeues a job: a
+  // job resized by requeue is looked up again and found. Jobs listed by the first pass count as arrivals too: after a
   // restart of slurmctld the gap is short (the horizon is LendHorizon) until the window has
   // turned over. Returns gap_s().
   double observe(const Snapshot& snap);
