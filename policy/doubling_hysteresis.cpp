@@ -155,7 +155,8 @@ DoublingResult DoublingRound::run_exact() {
           starves(plan, alt, j) || (lends_with_lead(j) && keeps_arrival_waiting(plan, alt));
       bool too_soon = this->too_soon(j) &&
                       !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j));
-      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s &&
+      bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
+                        shrinks_into_late(j, plan.gpus[j])) &&
                        !fair_grow(plan, j) && !starving_waits;
       if (!too_soon && !too_small) continue;
       // Interval violations first, then the smallest gain; ties by policy order.
@@ -231,8 +232,9 @@ DoublingResult DoublingRound::run_incremental() {
       resize_gain[j] = gain;
       bool starving_waits = starves(w, h) || (lends_with_lead(j) && keeps_arrival_waiting(w, h));
       bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h));
-      bool too_small = gain < costs_.min_gain_multiple * costs_.restart_s && !fair_grow(w, j) &&
-                       !starving_waits;
+      bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
+                        shrinks_into_late(j, w.gpus[j])) &&
+                       !fair_grow(w, j) && !starving_waits;
       if (!soon && !too_small) continue;
       pinned[j] = 1;
       pinned_for_interval[j] = soon;

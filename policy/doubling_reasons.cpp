@@ -50,6 +50,11 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
         why = "kept at " + std::to_string(g) + ": started or resized " +
               seconds(now_s_ - job.last_resize_s) + " ago, minimum interval " +
               seconds(costs_.min_interval_s);
+      else if (resize_gain[j] >= costs_.min_gain_multiple * costs_.restart_s)
+        // Held for a gain that step 3 takes otherwise: only shrinks_into_late() pins so.
+        why = "kept at " + std::to_string(g) + ": fewer GPUs would finish it later than its " +
+              "fair share (its requested size alone) allows; the plan would gain " +
+              seconds(resize_gain[j]);
       else if (resize_gain[j] > 0)
         why = "kept at " + std::to_string(g) + ": gain " + seconds(resize_gain[j]) + " < " +
               multiple;
