@@ -65,7 +65,7 @@ void usage() {
       "Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined policy, nodes of 1, 2, 4 and 8\n"
       "GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus rows, as ringsim reads them)\n"
       "instead of --gpus; types without a profile run as v100.\n"
-      "--late-factor X: combined's starvation bound (default 2; 0: off), which changes how many\n"
+      "--late-factor X: combined's starvation bound (default 1.5; 0: off), which changes how many\n"
       "jobs the synthetic snapshots run.\n"
       "--plans FILE: every decision of each cell's first and first steady pass, numbers exact\n"
       "(compare two builds' files to check that a change keeps the decisions).\n");

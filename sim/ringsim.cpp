@@ -62,7 +62,7 @@ const char kUsage[] =
     "  --late-factor X        starvation bound of combined: an elastic job that at its\n"
     "                         minimum would finish later than X x F x its time alone at its\n"
     "                         requested size starts at that size (at most 1/8 of the cluster)\n"
-    "                         and is not shrunk while running (default 2; 0: off)\n"
+    "                         and is not shrunk while running (default 1.5; 0: off)\n"
     "  --lend-horizon S       combined: GPUs above a job's request are valued as kept S\n"
     "                         seconds, and a lender ahead of its time alone gives them back\n"
     "                         to a waiting job (default 1800, LendHorizon in ringsched.conf;\n"
