@@ -177,7 +177,7 @@ int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
 
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
                         const std::string& type, int lo, int want, int cap, double waited_s,
-                        double alone_s) {
+                        double alone_s, bool one_type) {
   if (!j.elastic || !(config.late_factor > 0)) return 0;
   int late = std::min(want, cap);
   if (j.state == JobState::Running) {
@@ -185,9 +185,20 @@ int late_admission_size(const ThroughputModel& model, const PlannerConfig& confi
     if (config.power_of_two) late = floor_power_of_two(std::max(1, late));
   }
   if (late <= lo) return 0;
+  const double fair_s = config.fairness * alone_s;
   const double at_lo = model.iters_per_s(j.model, type, lo);
-  if (!(at_lo > 0)) return 0;
-  return waited_s + j.remaining / at_lo > config.late_factor * config.fairness * alone_s ? late : 0;
+  if (!(at_lo > 0) || waited_s + j.remaining / at_lo <= config.late_factor * fair_s) return 0;
+  if (j.state == JobState::Running || !one_type) return late;
+  const double due_s = late_admission_target(config) * fair_s - waited_s;
+  for (int g = 2 * std::max(1, lo); g < late; g *= 2) {
+    const double at_g = model.iters_per_s(j.model, type, g);
+    if (at_g > 0 && j.remaining / at_g <= due_s) return g;
+  }
+  return late;
+}
+
+double late_admission_target(const PlannerConfig& config) {
+  return std::min(config.late_factor, 0.5 * (1 + config.late_factor));
 }
 
 int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,

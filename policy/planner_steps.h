@@ -120,9 +120,26 @@ std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const 
 // restart smaller, and be stopped again (thousands of restarts on Philly traces); the doubling
 // and the fairness pass may still grow it. Combined only: plain doubling, which places without
 // locality, lost 33% avg JCT with it on the --full sweep (up to 218%).
+// A waiting job that may run on one type only (`one_type`) gets the smallest of lo x 2^k below
+// that size that finishes it within late_admission_target() x F x `alone_s` on `type`, not its
+// whole request: admitted at 8 GPUs each, a burst of 8-GPU jobs on 64 A100s ran half of them
+// while the other half waited (itp03, links of 100 GB/s: 1.071x doubling's avg JCT, which ran
+// them all at 4). A running job keeps the size above: stepped down too, a 50-hour transformer
+// was shrunk and regrown 7 times (p99 JCT 1.056x Tiresias's on phillyd v100x4 L2 s60). So does
+// a job of several types, whose size would be reckoned at its fastest type's speed while the
+// placement may give it a slower one: on Gavel's Philly trace over K80s, P100s and V100s, a job
+// went between 4 K80s and 1 P100 every 300 s, and avg JCT rose 0.5% (up to 8.4%), restarts 4.9%.
 int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
                         const std::string& type, int lo, int want, int cap, double waited_s,
-                        double alone_s);
+                        double alone_s, bool one_type);
+
+// The finish, in fair shares, that late_admission_size() gives a waiting job: halfway from its
+// fair share to the bound (1.25 at LateFactor 1.5), never past the bound. Admitted just in time
+// (at the bound itself), jobs drifted past it: 6 misses of 2,340 on ringsim's sweep (max FTF or
+// p99 up to 1.022x Tiresias's) where halfway keeps the 1 there was; admitted at their fair share
+// itself, they got nearly whole requests again (27 misses of 90 on 100 GB/s links, halfway 18,
+// whole requests 28).
+double late_admission_target(const PlannerConfig& config);
 
 // The tail guard (PlannerConfig::tail_guard): the index of the running job, within its requested
 // size (rounded up to a power of two with `power_of_two`), on at most `cap` GPUs (the

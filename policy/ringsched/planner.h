@@ -47,18 +47,21 @@ struct PlannerConfig {
   // Starvation bound (ours; combined, with fairness > 0). An elastic job that, run
   // at its minimum from now on, would finish later than late_factor x F x its time alone at its
   // requested size (counted from its submission) is admitted at its requested size, not its
-  // minimum; combined's placement keeps it at that size or at the most GPUs one node of its
-  // types has free, whichever is less. A running one is not shrunk below its current size. At
+  // minimum (waiting and of one GPU type: at the smallest doubling of its minimum that finishes
+  // it within (1 + late_factor) / 2 x F, planner_steps.h late_admission_size()); combined's
+  // placement keeps it at that size or at the most GPUs one node of its types has free,
+  // whichever is less. A running one is not shrunk below its current size. At
   // most late_share of the cluster's GPUs: a job that asks for the whole cluster would otherwise
   // stop everyone else. Without it, short jobs that asked for 4-8 GPUs ran on 1-2 behind a
   // stream of 1-GPU jobs: max finish-time fairness up to 3.2x Tiresias's on the --full sweep
   // (issue 15.2). 1.5, not 2, with step 3's fairness hold (DoublingRound::shrinks_into_late()):
   // seeds 1-120 and --full of sim/sweep.sh (2,340 scenarios) missed Tiresias's max finish-time
   // fairness or p99 in 1 where 2 missed in 4, with 5.8-7.6% fewer restarts and avg JCT within
-  // 0.25% per set; 1.25 missed in 2. It costs where many jobs are late at once: on the 2,000-job
+  // 0.25% per set; 1.25 missed in 2 (with the step-down, 2 misses in 6). It costs where many jobs are late at once: on the 2,000-job
   // burst avg JCT +3.2% and max FTF +9.6% (still a tenth of Tiresias's avg JCT there), and with
   // 100 GB/s links between nodes more scenarios fall just behind doubling (misses 21 -> 28 of
-  // 90; docs/combined-fairness-hold.md). 0: off.
+  // 90; docs/combined-fairness-hold.md; 18 with the step-down, docs/combined-late-admission.md).
+  // 0: off.
   double late_factor = 1.5;
   double late_share = 0.125;
   // Whether a plan may stop a running job (it waits again) or move a running fixed-size job;
