@@ -132,7 +132,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::vector<std::string> count_reason(n);
   std::vector<int> fair_floor(n, 0);  // size the fairness pass or the starvation bound set
   std::vector<int> late_size(n, 0);   // size the starvation bound admits a late job at
-  std::vector<int> late_want(n, 0);   // and the size it asked for
+  std::vector<char> late_stepped(n, 0);  // below its request, within late_admission_target()
   int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
   if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
   const int guarded = config_.policy == Policy::Combined && config_.tail_guard && config_.preempt
@@ -189,11 +189,12 @@ Plan Planner::plan(const Snapshot& snap) const {
             // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
             // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
             if (config_.policy == Policy::Combined) {
-              late_size[i] = late_admission_size(model, config_, j, v.best_type, v.lo, want,
-                                                 late_cap, waited, work / alone,
-                                                 v.types.size() == 1);
+              const LateAdmission late = late_admission_size(
+                  model, config_, j, v.best_type, v.lo, want, late_cap, waited, work / alone,
+                  v.types.size() == 1);
+              late_size[i] = late.gpus;
+              late_stepped[i] = late.within_target;
               if (late_size[i] > 0) {
-                late_want[i] = want;
                 dj[i].min_gpus = dj[i].requested = late_size[i];
                 dj[i].admitted_late = dj[i].running;
               }
@@ -252,7 +253,7 @@ Plan Planner::plan(const Snapshot& snap) const {
           count_reason[i] += "; admitted at " + std::to_string(late_size[i]) +
                              " GPUs, not its minimum: there it would finish later than " + factor +
                              " x its fair share (its requested size alone) allows";
-          if (late_size[i] < late_want[i]) {
+          if (late_stepped[i]) {
             std::snprintf(factor, sizeof factor, "%g", late_admission_target(config_));
             count_reason[i] += ", " + std::to_string(late_size[i]) + " finish it within " + factor + " x";
           }

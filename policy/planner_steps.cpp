@@ -175,26 +175,26 @@ int tail_guard_job(const Snapshot& snap, const std::vector<JobView>& views,
   return guarded;
 }
 
-int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
-                        const std::string& type, int lo, int want, int cap, double waited_s,
-                        double alone_s, bool one_type) {
-  if (!j.elastic || !(config.late_factor > 0)) return 0;
+LateAdmission late_admission_size(const ThroughputModel& model, const PlannerConfig& config,
+                                  const Job& j, const std::string& type, int lo, int want, int cap,
+                                  double waited_s, double alone_s, bool one_type) {
+  if (!j.elastic || !(config.late_factor > 0)) return {};
   int late = std::min(want, cap);
   if (j.state == JobState::Running) {
     late = std::min(late, j.current_gpus);
     if (config.power_of_two) late = floor_power_of_two(std::max(1, late));
   }
-  if (late <= lo) return 0;
+  if (late <= lo) return {};
   const double fair_s = config.fairness * alone_s;
   const double at_lo = model.iters_per_s(j.model, type, lo);
-  if (!(at_lo > 0) || waited_s + j.remaining / at_lo <= config.late_factor * fair_s) return 0;
-  if (j.state == JobState::Running || !one_type) return late;
+  if (!(at_lo > 0) || waited_s + j.remaining / at_lo <= config.late_factor * fair_s) return {};
+  if (j.state == JobState::Running || !one_type) return {late, false};
   const double due_s = late_admission_target(config) * fair_s - waited_s;
   for (int g = 2 * std::max(1, lo); g < late; g *= 2) {
     const double at_g = model.iters_per_s(j.model, type, g);
-    if (at_g > 0 && j.remaining / at_g <= due_s) return g;
+    if (at_g > 0 && j.remaining / at_g <= due_s) return {g, true};
   }
-  return late;
+  return {late, false};
 }
 
 double late_admission_target(const PlannerConfig& config) {

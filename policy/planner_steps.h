@@ -129,16 +129,21 @@ std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const 
 // a job of several types, whose size would be reckoned at its fastest type's speed while the
 // placement may give it a slower one: on Gavel's Philly trace over K80s, P100s and V100s, a job
 // went between 4 K80s and 1 P100 every 300 s, and avg JCT rose 0.5% (up to 8.4%), restarts 4.9%.
-int late_admission_size(const ThroughputModel& model, const PlannerConfig& config, const Job& j,
-                        const std::string& type, int lo, int want, int cap, double waited_s,
-                        double alone_s, bool one_type);
+struct LateAdmission {
+  int gpus = 0;                // 0: not late at its minimum
+  bool within_target = false;  // a size below its request, stepped down to (on `type`)
+};
+LateAdmission late_admission_size(const ThroughputModel& model, const PlannerConfig& config,
+                                  const Job& j, const std::string& type, int lo, int want, int cap,
+                                  double waited_s, double alone_s, bool one_type);
 
 // The finish, in fair shares, that late_admission_size() gives a waiting job: halfway from its
 // fair share to the bound (1.25 at LateFactor 1.5), never past the bound. Admitted just in time
 // (at the bound itself), jobs drifted past it: 6 misses of 2,340 on ringsim's sweep (max FTF or
 // p99 up to 1.022x Tiresias's) where halfway keeps the 1 there was; admitted at their fair share
 // itself, they got nearly whole requests again (27 misses of 90 on 100 GB/s links, halfway 18,
-// whole requests 28).
+// whole requests 28). Measured with jobs of several types stepped down too; halfway, the
+// one-type rule left both figures as they were.
 double late_admission_target(const PlannerConfig& config);
 
 // The tail guard (PlannerConfig::tail_guard): the index of the running job, within its requested

@@ -5,6 +5,7 @@
 // runs side by side instead of half of them waiting.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,39 +39,51 @@ class PlannerLateTest : public CppUnit::TestFixture {
   }
 
  public:
-  // Every Gavel model on V100s, asking for 8 with a minimum of 1, just arrived: the size is the
+  // Every Gavel model on V100s, asking for 8 with a minimum of 1: just arrived, the size is the
   // first of 2 and 4 that finishes it within the target (halfway from the fair share to the
   // bound), else 8; 0 where 1 GPU is within the bound. Some model must land below its request
-  // and some at it. Late by more than the target already, it gets its request; running, the
-  // size it runs at (a step down would be a restart).
+  // and some at it. Having waited 0.3 x its time alone, it gets what the same rule gives, and
+  // for some model that is its request where it had been less. Of several types, or running,
+  // or capped below its request, it gets that size, not marked as within the target.
   void a_waiting_late_job_gets_the_smallest_doubling_on_time() {
     PlannerConfig cfg;
     CPPUNIT_ASSERT_DOUBLES_EQUAL(1.25, late_admission_target(cfg), 1e-12);
     ThroughputModel m(gavel());
-    int below = 0, whole = 0;
+    int below = 0, whole = 0, whole_later = 0;
     for (const std::string& model : gavel().models()) {
       if (!gavel().has(model, "v100")) continue;
       Job j = job("j", model, 1, 32, 1e5);
       j.requested_gpus = 8;
       const double alone = j.remaining / m.iters_per_s(model, "v100", 8);
-      int expected = 0;
-      if (j.remaining / m.iters_per_s(model, "v100", 1) > cfg.late_factor * alone) {
-        expected = 8;
-        for (int g : {4, 2})
-          if (j.remaining / m.iters_per_s(model, "v100", g) <= 1.25 * alone) expected = g;
-      }
-      const int got = late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, true);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected, got);
-      below += got > 1 && got < 8;
-      whole += got == 8;
-      if (got == 0) continue;
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 8, late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0.3 * alone, alone, true));
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 8, late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, false));
-      make_running(j, plan_on({Placement{"v100-0", "v100", 8}}), 0);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 8, late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, true));
+      auto expected = [&](double waited) {
+        if (waited + j.remaining / m.iters_per_s(model, "v100", 1) <= cfg.late_factor * alone) return 0;
+        for (int g : {2, 4})
+          if (waited + j.remaining / m.iters_per_s(model, "v100", g) <= 1.25 * alone) return g;
+        return 8;
+      };
+      const LateAdmission got = late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, true);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected(0), got.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, got.gpus > 0 && got.gpus < 8, got.within_target);
+      below += got.within_target;
+      whole += got.gpus == 8;
+      if (got.gpus == 0) continue;
+      const LateAdmission later = late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0.3 * alone, alone, true);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected(0.3 * alone), later.gpus);
+      whole_later += got.gpus < 8 && later.gpus == 8;
+      const LateAdmission several = late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, false);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 8, several.gpus);
+      CPPUNIT_ASSERT_MESSAGE(model, !several.within_target);
+      const LateAdmission capped = late_admission_size(m, cfg, j, "v100", 1, 8, 4, 0, alone, true);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, std::min(4, got.gpus), capped.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, got.gpus < 4, capped.within_target);
+      make_running(j, plan_on({Placement{"v100-0", "v100", 4}}), 0);
+      const LateAdmission running = late_admission_size(m, cfg, j, "v100", 1, 8, 8, 0, alone, true);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 4, running.gpus);
+      CPPUNIT_ASSERT_MESSAGE(model, !running.within_target);
     }
     CPPUNIT_ASSERT_MESSAGE(std::to_string(whole) + " at their request", below > 0);
     CPPUNIT_ASSERT_MESSAGE(std::to_string(below) + " below their request", whole > 0);
+    CPPUNIT_ASSERT(whole_later > 0);
     // The target never passes the bound: at LateFactor 0.5 it is the bound.
     cfg.late_factor = 0.5;
     CPPUNIT_ASSERT_DOUBLES_EQUAL(0.5, late_admission_target(cfg), 1e-12);
@@ -104,6 +117,13 @@ class PlannerLateTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_MESSAGE(jp.reason, contains(jp.reason, "admitted at 4 GPUs"));
       CPPUNIT_ASSERT_MESSAGE(jp.reason, contains(jp.reason, "4 finish it within 1.25 x"));
     }
+    // One of them already running on 4: admitted at its size, which the reason does not call a
+    // step down (it is the running job's cap, whether or not 4 finish it in time).
+    make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 4}}), 0);
+    Plan r = Planner(ThroughputModel(gavel()), cfg).plan(s);
+    check_capacity(r, c);
+    CPPUNIT_ASSERT_MESSAGE(r.jobs[0].reason, contains(r.jobs[0].reason, "admitted at 4 GPUs"));
+    CPPUNIT_ASSERT_MESSAGE(r.jobs[0].reason, !contains(r.jobs[0].reason, "finish it within"));
   }
 };
 
