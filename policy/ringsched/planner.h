@@ -57,11 +57,11 @@ struct PlannerConfig {
   // (issue 15.2). 1.5, not 2, with step 3's fairness hold (DoublingRound::shrinks_into_late()):
   // seeds 1-120 and --full of sim/sweep.sh (2,340 scenarios) missed Tiresias's max finish-time
   // fairness or p99 in 1 where 2 missed in 4, with 5.8-7.6% fewer restarts and avg JCT within
-  // 0.25% per set; 1.25 missed in 2 (with the step-down, 2 misses in 6). It costs where many jobs are late at once: on the 2,000-job
-  // burst avg JCT +3.2% and max FTF +9.6% (still a tenth of Tiresias's avg JCT there), and with
-  // 100 GB/s links between nodes more scenarios fall just behind doubling (misses 21 -> 28 of
-  // 90; docs/combined-fairness-hold.md; 18 with the step-down, docs/combined-late-admission.md).
-  // 0: off.
+  // 0.25% per set; 1.25 missed in 2; with the step-down, 2 misses in 6. Before the step-down it
+  // cost where many jobs are late at once: on the 2,000-job burst avg JCT +3.2% and max FTF
+  // +9.6% against 2, and with 100 GB/s links between nodes more scenarios fell just behind
+  // doubling (misses 21 -> 28 of 90; docs/combined-fairness-hold.md); with it, 18 of 90 and
+  // avg JCT 1.88 h there (1.87 h at 2 before; docs/combined-late-admission.md). 0: off.
   double late_factor = 1.5;
   double late_share = 0.125;
   // Whether a plan may stop a running job (it waits again) or move a running fixed-size job;
