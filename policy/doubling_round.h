@@ -356,20 +356,42 @@ class DoublingRound {
   // Whether the plan shrinks running job k (at or below its request, on a numbered set of types:
   // loses_within_request()) from a size where it finishes within its fair share to `size`,
   // where it would not (DoublingJob::fair_time_s, with the restart). Step 3 holds such a job
-  // whatever the plan gains, unless the hold keeps a starving job waiting: the fairness pass
-  // grows it back as soon as GPUs free up, and the gain was never made. An ncf job that asked
-  // for 4 T4s went 4 -> 1 -> 4 -> 1 -> 4 for plan gains of 1,427 and 4,655 s (max finish-time
-  // fairness 1.184x Tiresias's, efd t4x4 L1 s109).
+  // whatever the plan gains, unless the hold keeps a starving job or a shorter waiting job
+  // waiting (keeps_shorter_waiting()): the fairness pass grows it back as soon as GPUs free up,
+  // and the gain was never made. An ncf job that asked for 4 T4s went 4 -> 1 -> 4 -> 1 -> 4 for
+  // plan gains of 1,427 and 4,655 s (max finish-time fairness 1.184x Tiresias's, efd t4x4 L1
+  // s109).
   bool shrinks_into_late(size_t k, int size) const {
     const DoublingJob& d = curves_.job(k);
     if (loses_within_request(k, size) != Squeeze::Shrinks || !(d.fair_time_s < kInf)) return false;
     return curves_.run_time(k, d.current_gpus) <= d.fair_time_s &&
            costs_.restart_s + curves_.run_time(k, size) > d.fair_time_s;
   }
-  bool starving_before(size_t k, size_t j) const {
-    return curves_.job(k).starving &&
-           curves_.run_time(k, curves_.base(k)) < curves_.run_time(j, curves_.job(j).current_gpus);
+  // Whether the hold keeps a waiting job waiting that the plan starts and that needs less time
+  // at its base size than j at its current one: then shrinks_into_late() holds nothing, for the
+  // waiting job's own fair share is as much at stake and it is the shorter (so it is for a
+  // starving job, starves()). Traced on itp01 a100t4x4 L2 s4 with links of 100 GB/s: a 64-GPU
+  // vgg16 on 32 A100s was held there for a plan gain of 49,763 s while a 5-hour job waited
+  // 14,940 s, until it was itself late; doubling shrank vgg16, which still finished 267 s
+  // earlier (its GPUs came back).
+  bool keeps_shorter_waiting(const Assignment& plan, const Assignment& held, size_t j) const {
+    for (size_t k = 0; k < plan.gpus.size(); ++k)
+      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && !curves_.job(k).running && shorter(k, j))
+        return true;
+    return false;
   }
+  bool keeps_shorter_waiting(const Assignment& plan, const Held& held) const {
+    for (const auto& [k, size] : held.sizes)
+      if (size == 0 && plan.gpus[k] > 0 && !curves_.job(k).running &&
+          shorter(static_cast<size_t>(k), static_cast<size_t>(held.job)))
+        return true;
+    return false;
+  }
+  // Whether job k at its base size needs less time than job j at its current size.
+  bool shorter(size_t k, size_t j) const {
+    return curves_.run_time(k, curves_.base(k)) < curves_.run_time(j, curves_.job(j).current_gpus);
+  }
+  bool starving_before(size_t k, size_t j) const { return curves_.job(k).starving && shorter(k, j); }
 
   // Lent GPUs come back (DoublingJob::type_set): when the plan stops or shrinks a running job
   // within its requested size (loses_within_request()), of the jobs held by step 3 for their

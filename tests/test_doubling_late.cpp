@@ -2,7 +2,8 @@
 // Step 1's admission order and a running job the starvation bound admitted
 // (DoublingJob::admitted_late): it goes before the waiting jobs that are not starving. Step 3
 // does not shrink a running job within its request from a size where it finishes within its
-// fair share to one where it would not (DoublingRound::shrinks_into_late()).
+// fair share to one where it would not (DoublingRound::shrinks_into_late()), unless that keeps a
+// shorter job waiting.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <string>
@@ -42,37 +43,57 @@ class DoublingLateTest : public CppUnit::TestFixture {
         });
   }
 
-  // 4 GPUs, linear speeds. A runs on the 4 it asked for (4,000 iterations: 1,000 s), resized long
-  // ago; B, first in the policy order, arrives with 400 iterations. The plan shrinks A to 2 and
-  // starts B on 2: 2,230 s of finish times against 2,400 with A held and B waiting, a gain of
-  // 200 s over the 60 s a resize must gain. Marked (a fair deadline 1,100 s away, on a numbered
-  // set of types), A finishes in time at 4 and not at 2 (2,030 s): held at 4 whatever the gain,
-  // and B waits -- unless B is starving and shorter, when A shrinks anyway. A deadline it misses
-  // at 4 already (900 s) holds nothing: the plan's gain decides, as without a deadline.
+  // 4 GPUs. A runs on the 4 it asked for, resized long ago; B, first in the policy order,
+  // waits. The plan shrinks A to 2 and starts B on 2. Marked (a fair deadline, on a numbered set
+  // of types), A finishes in time at 4 and not at 2: held at 4 whatever the gain, and B waits --
+  // unless B is shorter at its base than A at 4 (keeps_shorter_waiting(); its own fair share is
+  // as much at stake), when A shrinks anyway, starving or not. A deadline it misses at 4 already
+  // holds nothing: the plan's gain decides, as without a deadline.
+  //   Longer B: A scales poorly (4,000 iterations: 2,000 s at 4, 2,105 s at 2), B linearly (4,400
+  //   iterations: 4,400 s on 1); the shrink saves 5,100 - 4,335 = 765 s. Deadlines 2,050 and 1,900.
+  //   Shorter B: A linear (1,000 s at 4, 2,030 s at 2 with the restart), B 400 iterations (400 s
+  //   on 1); the shrink saves 170 s. Deadlines 1,100 and 900.
   void a_job_on_track_is_not_shrunk_into_lateness() {
     auto linear = [](int n) { return static_cast<double>(n); };
-    DoublingJob a = running(elastic(4000, 1, 4, linear), 4, -1e4);
-    a.requested = a.fair_max_gpus = 4;
-    for (double deadline_s : {1100.0, 900.0})
-      for_each_mark_and_starving(
-          a, elastic(400, 1, 4, linear), 4, 0.0,
-          [deadline_s](DoublingJob& j, bool on) {
-            if (!on) return;
-            j.fair_time_s = deadline_s;
-            j.type_set = 0;
-          },
-          [deadline_s](bool marked, bool starving, const DoublingResult& r, const std::string& what) {
-            const std::string w = "deadline " + std::to_string(deadline_s) + " " + what;
-            if (marked && !starving && deadline_s > 1000) {
-              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 4, r.gpus[0]);
-              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 0, r.gpus[1]);
-              CPPUNIT_ASSERT_MESSAGE(w, contains(r.reasons[0], "kept at 4: fewer GPUs would finish "
-                                                               "it later than its fair share"));
-            } else {
-              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[0]);
-              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[1]);
-            }
-          });
+    auto flat = [](int n) { return n >= 4 ? 2.0 : n >= 2 ? 1.9 : 1.0; };
+    struct Case {
+      const char* name;
+      DoublingJob a, b;
+      double on_time_s, late_s;
+      bool b_shorter;
+    };
+    const Case cases[] = {
+        {"longer B", running(elastic(4000, 1, 4, flat), 4, -1e4), elastic(4400, 1, 4, linear), 2050, 1900,
+         false},
+        {"shorter B", running(elastic(4000, 1, 4, linear), 4, -1e4), elastic(400, 1, 4, linear), 1100, 900,
+         true},
+    };
+    for (const Case& c : cases) {
+      DoublingJob a = c.a;
+      a.requested = a.fair_max_gpus = 4;
+      for (double deadline_s : {c.on_time_s, c.late_s})
+        for_each_mark_and_starving(
+            a, c.b, 4, 0.0,
+            [deadline_s](DoublingJob& j, bool on) {
+              if (!on) return;
+              j.fair_time_s = deadline_s;
+              j.type_set = 0;
+            },
+            [&c, deadline_s](bool marked, bool starving, const DoublingResult& r, const std::string& what) {
+              const std::string w =
+                  std::string(c.name) + " deadline " + std::to_string(deadline_s) + " " + what;
+              (void)starving;  // a longer starving B does not refuse the hold (starves())
+              if (marked && deadline_s == c.on_time_s && !c.b_shorter) {
+                CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 4, r.gpus[0]);
+                CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 0, r.gpus[1]);
+                CPPUNIT_ASSERT_MESSAGE(w, contains(r.reasons[0], "kept at 4: fewer GPUs would finish "
+                                                                 "it later than its fair share"));
+              } else {
+                CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[0]);
+                CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[1]);
+              }
+            });
+    }
   }
 };
 
