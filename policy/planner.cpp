@@ -61,15 +61,22 @@ Plan Planner::plan(const Snapshot& snap) const {
   // The lend horizon of combined's elastic jobs (PlannerConfig::lend_horizon_s); 0: none.
   const double lend_horizon_s =
       config_.policy == Policy::Combined && config_.fairness > 0 && config_.lend_horizon_s > 0
-          ? std::max(config_.lend_horizon_s, config_.lend_arrivals * snap.arrival_gap_s)
+          ? std::max({config_.lend_horizon_s, config_.lend_arrivals * snap.arrival_gap_s,
+                      kLendHorizonRestarts * config_.costs.restart_s})
           : 0;
   // Whether the plan may stop running job i, or move it at its size (PlannerConfig::preempt).
   auto may_stop = [&](int i) { return config_.preempt && snap.jobs[i].stoppable; };
   // Walked once here, not once per job: clusters have thousands of nodes.
   const std::vector<std::string> cluster_types = cluster.types();
   const int total_gpus = cluster.total_gpus();
-  std::map<std::string, int> gpus_by_type;
-  for (const Node& nd : cluster.nodes) gpus_by_type[nd.gpu_type] += nd.gpus;
+  std::map<std::string, int> gpus_by_type, usable_by_type, largest_node_of_type;
+  for (const Node& nd : cluster.nodes) {
+    gpus_by_type[nd.gpu_type] += nd.gpus;
+    usable_by_type[nd.gpu_type] += nd.usable();
+    largest_node_of_type[nd.gpu_type] = std::max(largest_node_of_type[nd.gpu_type], nd.gpus);
+  }
+  int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
+  if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
   std::vector<JobView> views(n);
   // Jobs of one model and allowed types see the same types (thousands of jobs, a few tens of
   // models): worked out for the first, copied to the others.
@@ -89,6 +96,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       v.best_type = w.best_type;
       v.known = w.known;
       v.predicted = w.predicted;
+      v.late_cap = w.late_cap;
     } else {
       std::vector<std::pair<double, const std::string*>> by_speed;  // at 1 GPU, fastest first
       for (const std::string& t : cluster_types)
@@ -105,6 +113,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         for (const std::string& t : cluster_types)
           if (j.allows(t)) v.types.push_back(t);
       }
+      v.late_cap = late_cap_of(v.types, gpus_by_type, largest_node_of_type, late_cap, config_);
     }
     int cap = total_gpus;
     if (j.elastic) {
@@ -131,10 +140,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::vector<int> counts(n, 0);
   std::vector<std::string> count_reason(n);
   std::vector<int> fair_floor(n, 0);  // size the fairness pass or the starvation bound set
-  std::vector<int> late_size(n, 0);   // size the starvation bound admits a late job at
-  std::vector<char> late_stepped(n, 0);  // below its request, within late_admission_target()
-  int late_cap = std::max(1, static_cast<int>(config_.late_share * total_gpus));
-  if (config_.power_of_two) late_cap = floor_power_of_two(late_cap);
+  std::vector<LateAdmission> late(n);  // the size the starvation bound admits a late job at
   const int guarded = config_.policy == Policy::Combined && config_.tail_guard && config_.preempt
                           ? tail_guard_job(snap, views, model, nodes, config_.power_of_two, late_cap)
                           : -1;
@@ -189,13 +195,10 @@ Plan Planner::plan(const Snapshot& snap) const {
             // 1-GPU jobs of 5 minutes queued behind them for 25 minutes: max finish-time
             // fairness 6.2 where Tiresias's is 1.2 (issue 15.2).
             if (config_.policy == Policy::Combined) {
-              const LateAdmission late = late_admission_size(
-                  model, config_, j, v.best_type, v.lo, want, late_cap, waited, work / alone,
-                  v.types.size() == 1);
-              late_size[i] = late.gpus;
-              late_stepped[i] = late.within_target;
-              if (late_size[i] > 0) {
-                dj[i].min_gpus = dj[i].requested = late_size[i];
+              late[i] = late_admission_size(model, config_, j, v.best_type, v.lo, want, v.late_cap,
+                                            waited, work / alone, v.types.size() == 1);
+              if (late[i].gpus > 0) {
+                dj[i].min_gpus = dj[i].requested = late[i].gpus;
                 dj[i].admitted_late = dj[i].running;
               }
             }
@@ -223,6 +226,9 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = [](int) { return 1.0; };
       }
     }
+    if (config_.policy == Policy::Combined && fit_late_admissions(views, usable_by_type, order, late) > 0)
+      for (int i = 0; i < n; ++i)
+        if (late[i].fitted) dj[i].min_gpus = dj[i].requested = late[i].gpus;
     yield_lent_gpus_within_interval(dj, config_.costs, snap.now_s);
     // One round per group of GPU types that jobs share, on that group's GPUs: a job's count is
     // planned against the GPUs it can use (on an A100 + T4 cluster whose models are each
@@ -246,18 +252,8 @@ Plan Planner::plan(const Snapshot& snap) const {
         counts[i] = dr.gpus[k];
         count_reason[i] = dr.reasons[k];
         // The starvation bound's size is a floor as the fairness pass's is.
-        fair_floor[i] = std::max(dr.fair_gpus[k], late_size[i]);
-        if (late_size[i] > 0 && dr.gpus[k] > 0) {
-          char factor[32];
-          std::snprintf(factor, sizeof factor, "%g", config_.late_factor);
-          count_reason[i] += "; admitted at " + std::to_string(late_size[i]) +
-                             " GPUs, not its minimum: there it would finish later than " + factor +
-                             " x its fair share (its requested size alone) allows";
-          if (late_stepped[i]) {
-            std::snprintf(factor, sizeof factor, "%g", late_admission_target(config_));
-            count_reason[i] += ", " + std::to_string(late_size[i]) + " finish it within " + factor + " x";
-          }
-        }
+        fair_floor[i] = std::max(dr.fair_gpus[k], late[i].gpus);
+        if (late[i].gpus > 0 && dr.gpus[k] > 0) count_reason[i] += late_admission_reason(config_, late[i]);
       }
     };
     for (const auto& [g, usable] : usable_of_group) {

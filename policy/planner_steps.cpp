@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <tuple>
 
@@ -190,11 +191,36 @@ LateAdmission late_admission_size(const ThroughputModel& model, const PlannerCon
   if (!(at_lo > 0) || waited_s + j.remaining / at_lo <= config.late_factor * fair_s) return {};
   if (j.state == JobState::Running || !one_type) return {late, false};
   const double due_s = late_admission_target(config) * fair_s - waited_s;
+  const double bound_s = config.late_factor * fair_s - waited_s;
+  LateAdmission out{late, false, 0, false};
   for (int g = 2 * std::max(1, lo); g < late; g *= 2) {
     const double at_g = model.iters_per_s(j.model, type, g);
-    if (at_g > 0 && j.remaining / at_g <= due_s) return {g, true};
+    if (!(at_g > 0)) continue;
+    if (out.smallest_in_bound == 0 && j.remaining / at_g <= bound_s) out.smallest_in_bound = g;
+    if (j.remaining / at_g <= due_s) {
+      out.gpus = g;
+      out.within_target = true;
+      break;
+    }
   }
-  return {late, false};
+  return out;
+}
+
+int late_cap_of(const std::vector<std::string>& types,
+                const std::map<std::string, int>& gpus_by_type,
+                const std::map<std::string, int>& largest_node_of_type, int cluster_cap,
+                const PlannerConfig& config) {
+  long pool = 0;
+  int node = 0;
+  for (const std::string& t : types) {
+    auto g = gpus_by_type.find(t);
+    auto l = largest_node_of_type.find(t);
+    if (g != gpus_by_type.end()) pool += g->second;
+    if (l != largest_node_of_type.end()) node = std::max(node, l->second);
+  }
+  int cap = std::max(1, static_cast<int>(config.late_share * pool));
+  cap = std::min(cluster_cap, std::max(cap, node));
+  return config.power_of_two ? floor_power_of_two(cap) : cap;
 }
 
 double late_admission_target(const PlannerConfig& config) {
@@ -333,6 +359,53 @@ std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& 
     double one = 0;
     for (const auto& [t, g] : held) one = std::max(one, model.iters_per_s(j.model, t, 1));
     if (now > 0 && then <= std::min(now, one)) out.push_back(i);
+  }
+  return out;
+}
+
+int fit_late_admissions(const std::vector<JobView>& views,
+                        const std::map<std::string, int>& usable_by_type,
+                        const std::vector<int>& order, std::vector<LateAdmission>& late) {
+  std::map<std::string, long> asked;  // the late sizes of the jobs of one type, by type
+  for (size_t i = 0; i < views.size(); ++i)
+    if (late[i].gpus > 0 && views[i].types.size() == 1) asked[views[i].best_type] += late[i].gpus;
+  int halved = 0;
+  for (auto& [type, sum] : asked) {
+    auto found = usable_by_type.find(type);
+    const long gpus = found == usable_by_type.end() ? 0 : found->second;
+    // Lowest priority first, one halving per job per sweep: the late jobs share the cut.
+    for (bool again = true; sum > gpus && again;) {
+      again = false;
+      for (auto o = order.rbegin(); o != order.rend() && sum > gpus; ++o) {
+        LateAdmission& a = late[*o];
+        const int half = a.gpus / 2;
+        if (a.gpus == 0 || views[*o].best_type != type || a.smallest_in_bound == 0 ||
+            half < a.smallest_in_bound)
+          continue;
+        sum -= a.gpus - half;
+        a.gpus = half;
+        a.within_target = false;
+        a.fitted = true;
+        again = true;
+        ++halved;
+      }
+    }
+  }
+  return halved;
+}
+
+std::string late_admission_reason(const PlannerConfig& config, const LateAdmission& late) {
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%g", config.late_factor);
+  std::string out = "; admitted at " + std::to_string(late.gpus) +
+                    " GPUs, not its minimum: there it would finish later than " + factor +
+                    " x its fair share (its requested size alone) allows";
+  if (late.fitted) {
+    out += ", " + std::to_string(late.gpus) + " finish it within that, and the late jobs of its "
+           "type ask for more than its GPUs";
+  } else if (late.within_target) {
+    std::snprintf(factor, sizeof factor, "%g", late_admission_target(config));
+    out += ", " + std::to_string(late.gpus) + " finish it within " + factor + " x";
   }
   return out;
 }

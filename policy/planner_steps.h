@@ -27,6 +27,7 @@ struct JobView {
   bool known = false;              // some speed is known or predicted
   bool predicted = false;          // best type's speed comes from model similarity
   int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
+  int late_cap = 1;                // the starvation bound's cap on its types (late_cap_of())
 };
 
 inline int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
@@ -132,10 +133,25 @@ std::vector<FloorFaster> floors_faster_over_nodes(const Cluster& cluster, const 
 struct LateAdmission {
   int gpus = 0;                // 0: not late at its minimum
   bool within_target = false;  // a size below its request, stepped down to (on `type`)
+  int smallest_in_bound = 0;   // waiting, one type: the least lo x 2^k below it within the bound
+  bool fitted = false;         // halved by fit_late_admissions()
 };
 LateAdmission late_admission_size(const ThroughputModel& model, const PlannerConfig& config,
                                   const Job& j, const std::string& type, int lo, int want, int cap,
                                   double waited_s, double alone_s, bool one_type);
+
+// The most GPUs the starvation bound admits a job that may run on `types` at
+// (late_admission_size()'s `cap`; JobView::late_cap, once per model and types): late_share of
+// the GPUs of those types, but never below one whole node of them, nor above
+// `cluster_cap` (late_share of the cluster), as a power of two where sizes are. Of the cluster,
+// a job of A100s only on 64 A100s + 64 T4s had 16 A100s: four late jobs held all 64 while an
+// arrival waited 35,361 s (itp01 a100t4x4 L2 s3 with 100 GB/s links; 1.019x doubling's avg JCT,
+// 0.989x with this; misses there 11 -> 7 of 90). Without the node floor, late T4 jobs of mix5 on
+// 16 T4s got 2 and ElasticFlow A100 ones 2 (avg JCT +3.0% on mix5's --full clusters).
+int late_cap_of(const std::vector<std::string>& types,
+                const std::map<std::string, int>& gpus_by_type,
+                const std::map<std::string, int>& largest_node_of_type, int cluster_cap,
+                const PlannerConfig& config);
 
 // The finish, in fair shares, that late_admission_size() gives a waiting job: halfway from its
 // fair share to the bound (1.25 at LateFactor 1.5), never past the bound. Admitted just in time
@@ -145,6 +161,23 @@ LateAdmission late_admission_size(const ThroughputModel& model, const PlannerCon
 // whole requests 28). Measured with jobs of several types stepped down too; halfway, the
 // one-type rule left both figures as they were.
 double late_admission_target(const PlannerConfig& config);
+
+// Late jobs that may run on one type only, admitted at the sizes above, can ask for more than
+// the type has for the planner (`usable_by_type`: Node::usable(), without the GPUs of jobs it
+// does not own): then, lowest priority first and one halving per job per sweep, the waiting ones
+// are halved until they fit, never below `smallest_in_bound` (still within the bound itself,
+// late_factor x F, not the target): a burst of 8-GPU jobs on 64 A100s, each late and each
+// admitted at 8, ran 8 at a time while the rest waited, and the late ones went on stopping one
+// another (itp03 a100t4x4 L2 s3 with links of 100 GB/s: 1.042x doubling's avg JCT, which ran them
+// all at 4; 0.988x with this). Marks those it halves LateAdmission::fitted; returns how many
+// halvings. Halved without the bound's floor, the late jobs crowded each other: avg JCT +1.5% on
+// --full's efd and phillyd v100x4 (up to +7.6%); with it -0.01..-0.25% per set of the sweep.
+int fit_late_admissions(const std::vector<JobView>& views,
+                        const std::map<std::string, int>& usable_by_type,
+                        const std::vector<int>& order, std::vector<LateAdmission>& late);
+
+// The decision reason's clause for a job admitted at LateAdmission::gpus.
+std::string late_admission_reason(const PlannerConfig& config, const LateAdmission& late);
 
 // The tail guard (PlannerConfig::tail_guard): the index of the running job, within its requested
 // size (rounded up to a power of two with `power_of_two`), on at most `cap` GPUs (the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The lend horizon's arrival gap: ArrivalClock counts arrivals as the planning passes see them,
-// and the planner values GPUs lent above a request for at least LendArrivals mean gaps.
+// and the planner values GPUs lent above a request for at least LendArrivals mean gaps (and
+// kLendHorizonRestarts restart costs).
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cmath>
@@ -23,6 +24,7 @@ class PlannerArrivalsTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(theGapIsTakenOverTheLatestArrivals);
   CPPUNIT_TEST(aLongBurstKeepsCountingEachJobOnce);
   CPPUNIT_TEST(slowArrivalsLendLongerThanTheHorizon);
+  CPPUNIT_TEST(costlyRestartsLendLonger);
   CPPUNIT_TEST(aBadArrivalGapIsRefused);
   CPPUNIT_TEST_SUITE_END();
 
@@ -141,6 +143,27 @@ class PlannerArrivalsTest : public CppUnit::TestFixture {
     const Plan b = Planner(m, cfg).plan(lender_and_arrival(1e5));
     CPPUNIT_ASSERT_EQUAL(a.find("L")->reason, b.find("L")->reason);
     CPPUNIT_ASSERT_EQUAL(a.find("S")->reason, b.find("S")->reason);
+  }
+
+  // The horizon the plan used is also at least kLendHorizonRestarts restart costs: 7,200 s at
+  // 120 s, 1,800 s (LendHorizon) at 30 s and at 10 s; 3 arrival gaps where they are longer; off
+  // with LendHorizon=0 whatever the restart costs.
+  void costlyRestartsLendLonger() {
+    const ThroughputModel m(gavel());
+    struct Case {
+      double restart_s, gap_s, lend_horizon_s, used_s;
+    };
+    for (const Case& k : {Case{120, 0, 1800, 7200}, Case{30, 0, 1800, 1800}, Case{10, 0, 1800, 1800},
+                          Case{120, 1e4, 1800, 3e4}, Case{120, 0, 0, 0}}) {
+      PlannerConfig c;
+      c.costs.restart_s = k.restart_s;
+      c.lend_horizon_s = k.lend_horizon_s;
+      const Plan p = Planner(m, c).plan(lender_and_arrival(k.gap_s));
+      CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE("restart " + std::to_string(k.restart_s), k.used_s,
+                                           p.lend_horizon_s, 1e-9);
+    }
+    CPPUNIT_ASSERT_DOUBLES_EQUAL(PlannerConfig{}.lend_horizon_s,
+                                 kLendHorizonRestarts * PlannerConfig{}.costs.restart_s, 1e-9);
   }
 
   void aBadArrivalGapIsRefused() {

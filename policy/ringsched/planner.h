@@ -51,17 +51,21 @@ struct PlannerConfig {
   // it within (1 + late_factor) / 2 x F, planner_steps.h late_admission_size()); combined's
   // placement keeps it at that size or at the most GPUs one node of its types has free,
   // whichever is less. A running one is not shrunk below its current size. At
-  // most late_share of the cluster's GPUs: a job that asks for the whole cluster would otherwise
-  // stop everyone else. Without it, short jobs that asked for 4-8 GPUs ran on 1-2 behind a
-  // stream of 1-GPU jobs: max finish-time fairness up to 3.2x Tiresias's on the --full sweep
-  // (issue 15.2). 1.5, not 2, with step 3's fairness hold (DoublingRound::shrinks_into_late()):
+  // most late_share of the GPUs of its types, but at least one node of them and at most
+  // late_share of the cluster (planner_steps.h late_cap_of()): a job that asks for the whole
+  // cluster would otherwise stop everyone else. Without it, short jobs that asked for 4-8 GPUs
+  // ran on 1-2 behind a stream of 1-GPU jobs: max finish-time fairness up to 3.2x Tiresias's on
+  // the --full sweep (issue 15.2). 1.5, not 2, with step 3's fairness hold
+  // (DoublingRound::shrinks_into_late()):
   // seeds 1-120 and --full of sim/sweep.sh (2,340 scenarios) missed Tiresias's max finish-time
   // fairness or p99 in 1 where 2 missed in 4, with 5.8-7.6% fewer restarts and avg JCT within
   // 0.25% per set; 1.25 missed in 2; with the step-down, 2 misses in 6. Before the step-down it
   // cost where many jobs are late at once: on the 2,000-job burst avg JCT +3.2% and max FTF
   // +9.6% against 2, and with 100 GB/s links between nodes more scenarios fell just behind
   // doubling (misses 21 -> 28 of 90; docs/combined-fairness-hold.md); with it, 18 of 90 and
-  // avg JCT 1.88 h there (1.87 h at 2 before; docs/combined-late-admission.md). 0: off.
+  // avg JCT 1.88 h there (1.87 h at 2 before; docs/combined-late-admission.md); with late
+  // admissions fitted to their type, 7 of 90 at 1.5, 9 at 2, 16 at 3, and 1.78 h
+  // (docs/combined-late-fit.md). 0: off.
   double late_factor = 1.5;
   double late_share = 0.125;
   // Whether a plan may stop a running job (it waits again) or move a running fixed-size job;
@@ -108,6 +112,14 @@ struct PlannerConfig {
   // 0: the horizon alone.
   double lend_arrivals = 3.0;
 };
+
+// The lend horizon is also at least this many restart costs (ResizeCosts::restart_s): 1,800 s
+// at the default 30 s, so that the speedup a lend needs to pay for its two restarts (the grow
+// and the return) stays the one measured there. With a fixed 1,800 s and restarts of 120 s, a
+// 50-hour job that 8 GPUs ran 7% faster than the 4 it asked for stayed on 4 for 36 hours on an
+// idle cluster (itp02 a100x8 L0.5 s5: 1.016x doubling's avg JCT, s3 1.009x; with this neither,
+// no miss in the 90 scenarios of --restart 120, avg JCT +0.09%).
+constexpr double kLendHorizonRestarts = 60.0;
 
 struct Placement {
   std::string node;
