@@ -324,14 +324,25 @@ Plan Planner::plan(const Snapshot& snap) const {
     for (const Placement& p : planned) free_gpus.take_at(nodes.find(p.node), p.gpus);
     return false;
   };
-  for (int i = 0; i < n; ++i) {
-    if (counts[i] != snap.jobs[i].current_gpus || !keep_in_place(i)) continue;
-    plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
-                                                  : count_reason[i];
-  }
   // Whether a running job may move: Slurm's plugin moves elastic jobs (ringrun requeues them at
   // the new shape), and fixed-size ones only where the plan may preempt them.
   auto movable = [&](int i) { return may_stop(i) || snap.jobs[i].elastic; };
+  // Combined: a running job whose GPUs run it replace_slower times slower than the fastest type
+  // it may use is placed again with the others, not kept where it is (PlannerConfig::
+  // replace_slower); outside its minimum interval only.
+  std::vector<SlowerHere> slower_here(n);
+  for (int i = 0; i < n; ++i)
+    if (config_.policy == Policy::Combined && config_.replace_slower > 0 && views[i].known &&
+        snap.jobs[i].state == JobState::Running && counts[i] == snap.jobs[i].current_gpus &&
+        movable(i) && snap.now_s - snap.jobs[i].last_resize_s >= config_.costs.min_interval_s)
+      slower_here[i] = slower_here_than(model, snap.jobs[i], current_by_type(snap.jobs[i], nodes),
+                                        views[i].types, counts[i], config_.replace_slower);
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] != snap.jobs[i].current_gpus || slower_here[i].factor > 0 || !keep_in_place(i))
+      continue;
+    plan.jobs[i].reason = count_reason[i].empty() ? "keeps its " + std::to_string(plan.jobs[i].gpus) + " GPUs"
+                                                  : count_reason[i];
+  }
 
   bool hetero = config_.policy == Policy::Hetero || config_.policy == Policy::Combined;
   std::vector<int> todo;
@@ -719,6 +730,9 @@ Plan Planner::plan(const Snapshot& snap) const {
                    std::to_string(static_cast<long>(r / v_now - r / v_best - c)) + " s sooner";
     }
   }
+
+  for (int i = 0; i < n; ++i)
+    if (slower_here[i].factor > 0) plan.jobs[i].reason += slower_here_reason(slower_here[i], config_);
 
   // 3. Finish the per-job rows: speed, resize, SPB depth, order, reasons for waiting jobs.
   double objective = 0;

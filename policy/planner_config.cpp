@@ -45,6 +45,9 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
     throw InputError("planner: lend_horizon_s must be a finite number of seconds >= 0");
   if (!(config_.lend_arrivals >= 0) || !std::isfinite(config_.lend_arrivals))
     throw InputError("planner: lend_arrivals must be a finite number >= 0");
+  // Below 1 every running job would count as slower than its fastest type.
+  if (!(config_.replace_slower == 0 || (config_.replace_slower >= 1 && std::isfinite(config_.replace_slower))))
+    throw InputError("planner: replace_slower must be 0 (off) or a finite number >= 1");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {

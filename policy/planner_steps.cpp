@@ -321,6 +321,34 @@ std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes)
   return out;
 }
 
+SlowerHere slower_here_than(const ThroughputModel& model, const Job& j,
+                            const std::map<std::string, int>& held_by_type,
+                            const std::vector<std::string>& types, int size, double factor) {
+  SlowerHere out;
+  const double v_held = model.iters_per_s_mixed(j.model, held_by_type);
+  if (!(v_held > 0) || !(factor > 0)) return out;
+  double v_best = 0;
+  for (const std::string& t : types) {
+    const double v = model.iters_per_s(j.model, t, size);
+    if (v > v_best) {
+      v_best = v;
+      out.fastest = t;
+    }
+  }
+  if (!(v_best >= factor * v_held)) return {};
+  out.factor = v_best / v_held;
+  for (const auto& [t, g] : held_by_type) out.held += (out.held.empty() ? "" : "+") + t;
+  return out;
+}
+
+std::string slower_here_reason(const SlowerHere& slower, const PlannerConfig& config) {
+  char f[32], k[32];
+  std::snprintf(f, sizeof f, "%.3g", slower.factor);
+  std::snprintf(k, sizeof k, "%g", config.replace_slower);
+  return std::string("; placed again with the others: ") + slower.held + " runs it " + f +
+         "x slower than " + slower.fastest + " (ReplaceSlower " + k + ")";
+}
+
 std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& model,
                                  const NodeIndex& nodes, const Snapshot& snap, const Plan& plan,
                                  const std::vector<JobView>& views) {

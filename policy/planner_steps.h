@@ -229,6 +229,19 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
 // A running job's GPUs per type (a node the cluster no longer lists counts as its current type).
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);
 
+// How much faster than on the GPUs it holds (`held_by_type`: several types run at the slowest's
+// pace) running job j would run at `size` on the fastest of `types`, where that is at least
+// `factor` (PlannerConfig::replace_slower); factor 0 otherwise.
+struct SlowerHere {
+  double factor = 0;
+  std::string held, fastest;  // "k80", "k80+p100"; the fastest type
+};
+SlowerHere slower_here_than(const ThroughputModel& model, const Job& j,
+                            const std::map<std::string, int>& held_by_type,
+                            const std::vector<std::string>& types, int size, double factor);
+// The decision reason's clause for such a job.
+std::string slower_here_reason(const SlowerHere& slower, const PlannerConfig& config);
+
 // The running jobs (indices into snap.jobs) that `plan` grows onto GPUs over several nodes where
 // their ring runs no faster than on the GPUs they hold now, nor than on one GPU of those types:
 // the locality of the spread ring costs more than the added GPUs give (what the count round

@@ -52,6 +52,7 @@ struct PolicyOptions {
   double late_factor = ringsched::PlannerConfig{}.late_factor;  // the planner's starvation bound
   double lend_horizon_s = ringsched::PlannerConfig{}.lend_horizon_s;  // combined's lend horizon
   double lend_arrivals = ringsched::PlannerConfig{}.lend_arrivals;    // ... in arrival gaps at least
+  double replace_slower = ringsched::PlannerConfig{}.replace_slower;  // combined's re-placement
   // Model similarity for the planner's unseen models (null: none; the planner then treats them
   // as it does without similarity).
   std::shared_ptr<const ringsched::SimilarityModel> similarity;

@@ -70,6 +70,10 @@ const char kUsage[] =
     "  --lend-arrivals N      combined: the lend horizon is at least N mean gaps between\n"
     "                         arrivals, as the planning passes see them (default 3,\n"
     "                         LendArrivals in ringsched.conf; 0: the horizon alone)\n"
+    "  --replace-slower X     combined: a running job whose GPUs run it X times slower than\n"
+    "                         the fastest type it may use is placed again each pass, also\n"
+    "                         while jobs wait (default 4, ReplaceSlower in ringsched.conf;\n"
+    "                         0: kept in place)\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -209,7 +213,7 @@ int cmd_run(int argc, char** argv) {
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
                        "--report", "--plots", "--fairness", "--late-factor", "--lend-horizon",
-                       "--lend-arrivals"},
+                       "--lend-arrivals", "--replace-slower"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
@@ -245,6 +249,9 @@ int cmd_run(int argc, char** argv) {
   po.late_factor = number_opt(a, "--late-factor", po.late_factor, 0, 1e6);
   po.lend_horizon_s = number_opt(a, "--lend-horizon", po.lend_horizon_s, 0, 1e9);
   po.lend_arrivals = number_opt(a, "--lend-arrivals", po.lend_arrivals, 0, 1000);
+  po.replace_slower = number_opt(a, "--replace-slower", po.replace_slower, 0, 1e6);
+  if (po.replace_slower > 0 && po.replace_slower < 1)
+    throw InputError("--replace-slower: expected 0 (off) or a factor >= 1, got " + a.opt["--replace-slower"]);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

@@ -81,13 +81,16 @@ inline void check_capacity(const Plan& p, const Cluster& c) {
 
 // The plan of `policy` (default settings; `preempt`: PlannerConfig::preempt) for s, checked
 // against the cluster's capacity.
+inline Plan plan_checked(const Snapshot& s, const PlannerConfig& cfg) {
+  Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
+  check_capacity(p, s.cluster);
+  return p;
+}
 inline Plan plan_checked(const Snapshot& s, Policy policy, bool preempt = false) {
   PlannerConfig cfg;
   cfg.policy = policy;
   cfg.preempt = preempt;
-  Plan p = Planner(ThroughputModel(gavel()), cfg).plan(s);
-  check_capacity(p, s.cluster);
-  return p;
+  return plan_checked(s, cfg);
 }
 
 // What a test case's assertions print: the policy, the job's remaining work and its reason.

@@ -660,7 +660,8 @@ class PlannerTest : public CppUnit::TestFixture {
   // combined it moves to the fastest allowed type once that type has a GPU nobody got this round
   // and the time saved exceeds min_gain_multiple restarts; it stays when little work is left, when
   // its last resize was within min_interval_s, when the faster GPUs are all held, while a job
-  // waits, and under doubling (no GPU types).
+  // waits, and under doubling (no GPU types). Step 2c alone: ReplaceSlower off (with it, the
+  // placement moves the job also while one waits: test_planner_running.cpp).
   void slowTypeJobMovesToAnIdleFasterType() {
     const std::string model = "resnet50-b64";
     const std::string best = fastest(model, 1);
@@ -699,7 +700,11 @@ class PlannerTest : public CppUnit::TestFixture {
         w.allowed_types = {"k80"};
         s.jobs.push_back(w);
       }
-      Plan p = plan_checked(s, c.policy);
+      PlannerConfig cfg;
+      cfg.policy = c.policy;
+      cfg.preempt = false;
+      cfg.replace_slower = 0;
+      Plan p = plan_checked(s, cfg);
       const JobPlan& jp = p.jobs[0];
       std::string what = case_text(c.policy, c.remaining, jp);
       if (c.someone_waits) CPPUNIT_ASSERT_MESSAGE(p.jobs.back().reason, !p.jobs.back().runs);

@@ -39,6 +39,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(lentGpusComeBackBeforeAJobWithinItsRequestStops);
   CPPUNIT_TEST(intervalYieldsLentGpusToAJobWithinItsRequest);
   CPPUNIT_TEST(tailGuardKeepsTheJobThatWouldFinishLast);
+  CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -433,6 +434,52 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_MESSAGE(what, !p.find("other7")->runs);
       }
     }
+  }
+
+  // PlannerConfig::replace_slower. A 1-GPU resnet50 runs on a K80, 7.1x slower than on a V100,
+  // while an 8-GPU job of K80s only waits (the first job holds one of the 8: without preempt it
+  // is not stopped for it), so step 2c moves nothing. Placed again (factor 4, the default), it
+  // moves to the idle V100s; it stays on its K80 where the factor is above 7.1, off, or within
+  // its interval.
+  void farSlowerJobIsPlacedAgainWhileJobsWait() {
+    const std::string model = "resnet50-b64";
+    const std::string best = fastest(model, 1);
+    ThroughputModel m(gavel());
+    const double factor = m.iters_per_s(model, best, 1) / m.iters_per_s(model, "k80", 1);
+    CPPUNIT_ASSERT(factor > 4 && factor < 8);
+    struct Case {
+      double replace_slower, last_resize_s;
+      bool moves;
+    };
+    for (const Case& c : {Case{0, 0, false}, Case{8, 0, false}, Case{4, 9900, false}, Case{4, 0, true}}) {
+      Snapshot s;
+      s.cluster = small_cluster();
+      s.now_s = 10000;
+      Job j = job("slow", model, 1, 1, 1e6);
+      make_running(j, plan_on({Placement{"k80-1", "k80", 1}}), c.last_resize_s);
+      Job w = fixed_job("w", model, 8, 1e6);
+      w.allowed_types = {"k80"};
+      s.jobs = {j, w};
+      PlannerConfig cfg;
+      cfg.preempt = false;
+      cfg.replace_slower = c.replace_slower;
+      const Plan p = plan_checked(s, cfg);
+      const JobPlan& jp = *p.find("slow");
+      const std::string what = "factor " + std::to_string(c.replace_slower) + ", resized at " +
+                               std::to_string(c.last_resize_s) + ": " + jp.reason + "; w " +
+                               p.find("w")->reason;
+      CPPUNIT_ASSERT_MESSAGE(what, jp.runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.moves, jp.resize);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(c.moves ? best : "k80"), jp.placement.front().gpu_type);
+      CPPUNIT_ASSERT_MESSAGE(what, !p.find("w")->runs);  // counted before the move: next pass
+      // Placed again, whatever came of it, the reason says why.
+      const bool placed_again = c.replace_slower > 0 && c.replace_slower <= factor && c.last_resize_s == 0;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, placed_again, contains(jp.reason, "placed again with the others: k80 runs it"));
+    }
+    // Below 1 every running job would count as slower than its fastest type.
+    PlannerConfig bad;
+    bad.replace_slower = 0.5;
+    CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
   }
 };
 

@@ -111,6 +111,17 @@ struct PlannerConfig {
   // A fixed 3,600 s instead: 8 misses of 1,980 (finish-time fairness where gaps are 3 minutes).
   // 0: the horizon alone.
   double lend_arrivals = 3.0;
+  // Combined: a running job whose GPUs run it at least this many times slower than the fastest
+  // GPU type it may use (at its size) is placed again with the others each pass, outside its
+  // minimum interval, rather than kept where it is: the placement may move it to a faster type,
+  // or let it wait, while other jobs wait (step 2c moves a job to an idle faster type only when
+  // none waits). A 1-GPU resnet18 of 20 minutes ran 3.9 hours on a K80 while V100s that freed
+  // up went to arrivals (mix5, 100 GB/s links, L2 s5: max FTF 11.6, 1.105x Tiresias's; 3.66
+  // with this). At 4, sim/sweep.sh --full: avg JCT -14% on phillyd's K80 + V100 cluster, -6.9%
+  // on gavel3mixed, restarts +67% and +31% there; Gavel's Philly trace -2.3% and +0.2%,
+  // restarts +61% and +40%; 2 gained little more for 2-4x those restarts, 6 and 8 lost on the
+  // Philly trace (docs/combined-replace-slower.md). 0: off (kept in place).
+  double replace_slower = 4.0;
 };
 
 // The lend horizon is also at least this many restart costs (ResizeCosts::restart_s): 1,800 s
