@@ -46,6 +46,7 @@ struct Options {
   std::string policy = "combined";
   int samples = -1;
   double late_factor = -1;  // PlannerConfig::late_factor (< 0: its default)
+  double replace_slower = -1;  // PlannerConfig::replace_slower (< 0: its default)
   std::string profiles = std::string(RINGSCHED_SRCDIR) + "/data/profiles/gavel.csv";
   std::string cluster;  // a cluster CSV instead of the generated clusters
   std::string plans;    // where to write the plans' decisions ("": nowhere)
@@ -57,7 +58,7 @@ void usage() {
       "usage: bench_planner [--gpus N,N,...] [--jobs N,N,...] [--repeats R] [--seed S]\n"
       "                     [--policy static|doubling|hetero|combined] [--samples K]\n"
       "                     [--profiles FILE] [--cluster FILE] [--nodes mixed|uniform]\n"
-      "                     [--plans FILE] [--late-factor X]\n"
+      "                     [--plans FILE] [--late-factor X] [--replace-slower X]\n"
       "Prints wall and CPU milliseconds per planning pass for each (cluster size, job count): the\n"
       "cell's first (cold) pass with its page faults and kernel ms, the same all-waiting snapshot\n"
       "planned again (first, median of R) and the steady state (median of R), and the growth\n"
@@ -65,6 +66,8 @@ void usage() {
       "Default: 64,1000,10000 GPUs x 100,1000,2000 jobs, combined policy, nodes of 1, 2, 4 and 8\n"
       "GPUs mixed. --cluster FILE: that cluster (node,gpu_type,gpus rows, as ringsim reads them)\n"
       "instead of --gpus; types without a profile run as v100.\n"
+      "--replace-slower X: combined places again running jobs X times slower than on their fastest\n"
+      "type (default 4; 0: off), which changes how many jobs the placement weighs.\n"
       "--late-factor X: combined's starvation bound (default 1.5; 0: off), which changes how many\n"
       "jobs the synthetic snapshots run.\n"
       "--plans FILE: every decision of each cell's first and first steady pass, numbers exact\n"
@@ -177,6 +180,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_planner: --late-factor takes a number >= 0, not %s\n", v);
         return 2;
       }
+    } else if (a == "--replace-slower") {
+      const char* v = next();
+      char* end = nullptr;
+      o.replace_slower = std::strtod(v, &end);
+      if (end == v || *end || !(o.replace_slower == 0 || o.replace_slower >= 1) || !std::isfinite(o.replace_slower)) {
+        std::fprintf(stderr, "bench_planner: --replace-slower takes 0 or a number >= 1, not %s\n", v);
+        return 2;
+      }
     } else if (a == "--profiles") {
       o.profiles = next();
     } else if (a == "--cluster") {
@@ -229,6 +240,7 @@ int main(int argc, char** argv) {
     cfg.seed = o.seed;
     if (o.samples >= 0) cfg.samples = o.samples;
     if (o.late_factor >= 0) cfg.late_factor = o.late_factor;
+    if (o.replace_slower >= 0) cfg.replace_slower = o.replace_slower;
     Planner planner(ThroughputModel(table), cfg);
     std::FILE* plans = nullptr;
     if (!o.plans.empty() && !(plans = std::fopen(o.plans.c_str(), "w")))
