@@ -686,7 +686,8 @@ Plan Planner::plan(const Snapshot& snap) const {
   // A100s (bench/ringsim_burst.sh). When no job waits, it moves to the fastest such type that
   // holds it on no more nodes than it has now, if it gains more than min_gain_multiple restarts
   // there, and not within min_interval_s of its last resize; jobs in policy order get the room
-  // first. (Also while jobs wait: the same on --full, seed 1, and more restarts on the burst.)
+  // first. (Also while jobs wait: the same on --full, seed 1, and more restarts on the burst;
+  // a job far slower than on its fastest type is placed again instead, above: replace_slower.)
   // A job on several types (it runs at its slowest's pace) may move to one of them or another: an
   // 8-GPU resnet18 on K80s and P100s ran 11 hours at a thirty-fourth of its speed alone.
   // A job waits that could run somewhere (also step 3's SPB packing: 2c moves only running jobs).
@@ -700,8 +701,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       if (!frozen[i] || !movable(i) || moved[i] || !views[i].known || jp.gpus_by_type.empty() ||
           snap.now_s - j.last_resize_s < config_.costs.min_interval_s)
         continue;
-      std::string now_type;  // a copy: jp changes below
-      for (const auto& [t, g] : jp.gpus_by_type) now_type += (now_type.empty() ? "" : "+") + t;
+      const std::string now_type = type_set_name(jp.gpus_by_type);  // a copy: jp changes below
       const bool mixed = jp.gpus_by_type.size() > 1;
       double v_now = model.iters_per_s_mixed(j.model, jp.gpus_by_type);
       if (!(v_now > 0)) continue;
