@@ -119,7 +119,7 @@ struct PlannerConfig {
   // up went to arrivals (mix5, 100 GB/s links, L2 s5: max FTF 11.6, 1.105x Tiresias's; 3.66
   // with this). At 4, sim/sweep.sh --full: avg JCT -14% on phillyd's K80 + V100 cluster, -6.9%
   // on gavel3mixed, restarts +67% and +31% there; Gavel's Philly trace -2.3% and +0.2%,
-  // restarts +61% and +40%; 2 gained little more for 2-4x those restarts, 6 and 8 lost on the
+  // restarts +61% and +40%; 2 gained little more for 1.9-2.5x 4's restarts, 6 and 8 lost on the
   // Philly trace (docs/combined-replace-slower.md). 0: off (kept in place).
   double replace_slower = 4.0;
 };
