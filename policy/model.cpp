@@ -38,6 +38,12 @@ std::string type_from_constraint(const std::string& features) {
   return normalize_type(features);
 }
 
+std::string type_set_name(const std::map<std::string, int>& gpus_by_type) {
+  std::string out;
+  for (const auto& [type, gpus] : gpus_by_type) out += (out.empty() ? "" : "+") + type;
+  return out;
+}
+
 bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 int floor_power_of_two(int n) {

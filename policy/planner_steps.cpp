@@ -321,12 +321,6 @@ std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes)
   return out;
 }
 
-std::string type_set_name(const std::map<std::string, int>& gpus_by_type) {
-  std::string out;
-  for (const auto& [t, g] : gpus_by_type) out += (out.empty() ? "" : "+") + t;
-  return out;
-}
-
 SlowerHere slower_here_than(const ThroughputModel& model, const Job& j,
                             const std::map<std::string, int>& held_by_type,
                             const std::vector<std::string>& types, int size, double factor) {

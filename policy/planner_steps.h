@@ -229,9 +229,6 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
 // A running job's GPUs per type (a node the cluster no longer lists counts as its current type).
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);
 
-// The name of a set of GPU types in decision reasons: "k80", "k80+p100".
-std::string type_set_name(const std::map<std::string, int>& gpus_by_type);
-
 // How much faster than on the GPUs it holds (`held_by_type`: several types run at the slowest's
 // pace) running job j would run at `size` on the fastest of `types`, where that is at least
 // `factor` (PlannerConfig::replace_slower); factor 0 otherwise.

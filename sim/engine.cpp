@@ -159,12 +159,6 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(rank, v.size()) - 1];
 }
 
-std::string types_text(const std::map<std::string, int>& seen) {
-  std::string s;
-  for (const auto& kv : seen) s += (s.empty() ? "" : "+") + kv.first;
-  return s;
-}
-
 }  // namespace
 
 SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel& policy_model) {
@@ -426,7 +420,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
     r.max_gpus = j.max_gpus_seen;
     r.restarts = j.restarts;
     r.gpu_s = j.attained_gpu_s;
-    r.types = types_text(types_seen[i]);
+    r.types = ringsched::type_set_name(types_seen[i]);
     res.jobs.push_back(r);
     jct.push_back(r.jct_s);
     res.restarts += j.restarts;

@@ -315,6 +315,10 @@ class CoreTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(std::string("a100-80gb"), type_from_constraint("A100-80GB"));
     for (const char* not_one : {"", "v100|p100", "v100&ib", "[v100*2]", "v100,p100", "v 100"})
       CPPUNIT_ASSERT_EQUAL_MESSAGE(not_one, std::string(""), type_from_constraint(not_one));
+    // The name of a set of types, one format for decision reasons and ringsim's job rows.
+    CPPUNIT_ASSERT_EQUAL(std::string("k80"), type_set_name({{"k80", 4}}));
+    CPPUNIT_ASSERT_EQUAL(std::string("k80+p100+v100"), type_set_name({{"v100", 1}, {"k80", 2}, {"p100", 8}}));
+    CPPUNIT_ASSERT_EQUAL(std::string(""), type_set_name({}));
   }
 
   void gavelNames() {

@@ -29,6 +29,9 @@ std::string normalize_type(const std::string& type);
 // The GPU type a node-feature constraint names when it names exactly one thing ("V100" ->
 // "v100"); "" for anything else ("v100|p100", "v100&ib", empty). Ring jobs carry their type so.
 std::string type_from_constraint(const std::string& features);
+// The name of a set of GPU types, as decision reasons and ringsim's job rows print it: "k80",
+// "k80+p100" (the map's keys, in order; the counts are not shown).
+std::string type_set_name(const std::map<std::string, int>& gpus_by_type);
 
 // --- cluster ------------------------------------------------------------------------------------
 
