@@ -347,13 +347,34 @@ OnNodes on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds, const Place
   return out;
 }
 
+// The finish time of job j on a package: its remaining work at the package's speed, the restart
+// cost where it moves, and PlacementProblem::fair_weight times the time it loses there against
+// its fairness floor (PlacementJob::fair_gpus of its fastest allowed type on their fewest nodes;
+// a floor larger than one node's GPUs is charged only for nodes beyond the fewest).
+double charged_finish(const PlacementProblem& p, PlacementSpeeds& speeds, const PlacementTopology& topo,
+                      int j, const OnNodes& o) {
+  const PlacementJob& job = p.jobs[j];
+  double t = o.t_iter;
+  if (job.fair_gpus > 0 && p.fair_weight > 0 && std::isfinite(t)) {
+    double fair = INFINITY;
+    std::vector<int> counts(speeds.num_types(), 0);
+    for (int type = 0; type < speeds.num_types(); ++type) {
+      if (!speeds.allowed(j, type) || topo.cap_of_type[type] < job.fair_gpus) continue;
+      counts[type] = job.fair_gpus;
+      fair = std::min(fair, placement_type_level_iteration_time(speeds, topo, j, counts, 0));
+      counts[type] = 0;
+    }
+    if (std::isfinite(fair) && t > fair) t += p.fair_weight * (t - fair);
+  }
+  return job.remaining * t + (o.restart ? p.costs.restart_s : 0.0);
+}
+
 }  // namespace
 
 double placement_package_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
                                 const PlacementTopology& topo, int j,
                                 const std::vector<std::pair<int, int>>& package) {
-  OnNodes o = on_nodes(p, speeds, topo, j, package);
-  return p.jobs[j].remaining * o.t_iter + (o.restart ? p.costs.restart_s : 0.0);
+  return charged_finish(p, speeds, topo, j, on_nodes(p, speeds, topo, j, package));
 }
 
 JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds,
@@ -369,7 +390,7 @@ JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& spee
   if (jp.total <= 0) return jp;
   OnNodes o = on_nodes(p, speeds, topo, j, package);
   jp.iters_per_s = std::isfinite(o.t_iter) ? 1.0 / o.t_iter : 0.0;
-  jp.finish_s = p.jobs[j].remaining * o.t_iter + (o.restart ? p.costs.restart_s : 0.0);
+  jp.finish_s = charged_finish(p, speeds, topo, j, o);
   return jp;
 }
 
@@ -485,6 +506,8 @@ bool CategoryFit::fits_changes(const std::vector<long>& need, const std::vector<
 
 void validate_placement_problem(const PlacementProblem& p) {
   if (!p.model) throw InputError("placement: no throughput model");
+  if (!(p.fair_weight >= 0) || !std::isfinite(p.fair_weight))
+    throw InputError("placement: fair_weight must be a finite number >= 0");
   p.cluster.validate();
   std::vector<std::string> types = p.cluster.types();
   KnownTypes known(p, types);
@@ -507,6 +530,9 @@ void validate_placement_problem(const PlacementProblem& p) {
     if (job.max_gpus < job.min_gpus)
       throw InputError(placement_job_name(p, j) + ": max_gpus " + std::to_string(job.max_gpus) +
                        " is below min_gpus " + std::to_string(job.min_gpus));
+    if (job.fair_gpus < 0)
+      throw InputError(placement_job_name(p, j) + ": fair_gpus must be 0 (none) or more, got " +
+                       std::to_string(job.fair_gpus));
     bool runnable = false;
     for (size_t t = 0; t < types.size(); ++t) runnable = runnable || allowed[i][t];
     if (!runnable)

@@ -26,6 +26,10 @@ struct PlacementJob {
   bool allow_mixed = true;                 // may mix GPU types (proportional split)
   bool running = false;
   std::map<std::string, int> current;      // node -> GPUs it holds now (running jobs)
+  // A fairness floor (0: none): on nodes where it runs slower than this many GPUs of its fastest
+  // allowed type on their fewest nodes, its finish time is charged PlacementProblem::fair_weight
+  // times the time it loses there.
+  int fair_gpus = 0;
 };
 
 struct PlacementProblem {
@@ -34,6 +38,7 @@ struct PlacementProblem {
   const ThroughputModel* model = nullptr;
   ResizeCosts costs;
   bool power_of_two = true;        // job totals must be powers of two
+  double fair_weight = 0;          // see PlacementJob::fair_gpus
 };
 
 struct JobPlacement {
