@@ -364,6 +364,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     pp.model = &model;
     pp.costs = config_.costs;
     pp.power_of_two = config_.power_of_two;
+    pp.fair_weight = config_.policy == Policy::Combined ? config_.fair_placement : 0.0;
     pp.cluster = cluster;
     for (size_t k = 0; k < pp.cluster.nodes.size(); ++k)
       pp.cluster.nodes[k].free_gpus = free_gpus.free(static_cast<int>(k));
@@ -423,6 +424,8 @@ Plan Planner::plan(const Snapshot& snap) const {
           }
         }
       }
+      // The floor as a speed, not only a count: PlannerConfig::fair_placement.
+      if (j.elastic && fair_floor[i] > 0) pj.fair_gpus = pj.min_gpus;
       if (!j.elastic && j.state != JobState::Running && !may_stop(i)) {
         const size_t all = pj.allowed_types.size();
         pj.allowed_types = types_worth_starting_on(model, j, pj.allowed_types, counts[i],
@@ -455,7 +458,7 @@ Plan Planner::plan(const Snapshot& snap) const {
         const int i = known_todo[k];
         std::string on;
         for (const std::string& t : ff.types) on += (on.empty() ? "" : ", ") + t;
-        pp.jobs[k].min_gpus = whole;
+        pp.jobs[k].min_gpus = pp.jobs[k].fair_gpus = whole;
         pp.jobs[k].allowed_types = std::move(ff.types);
         floor_capped.erase(i);
         floor_note[i] = "; its floor of " + std::to_string(whole) + " GPUs over nodes of " + on +

@@ -48,6 +48,8 @@ Planner::Planner(ThroughputModel model, PlannerConfig config)
   // Below 1 every running job would count as slower than its fastest type.
   if (!(config_.replace_slower == 0 || (config_.replace_slower >= 1 && std::isfinite(config_.replace_slower))))
     throw InputError("planner: replace_slower must be 0 (off) or a finite number >= 1");
+  if (!(config_.fair_placement >= 0) || !std::isfinite(config_.fair_placement))
+    throw InputError("planner: fair_placement must be a finite number >= 0");
 }
 
 void Planner::set_similarity(std::shared_ptr<const SimilarityModel> similarity) {

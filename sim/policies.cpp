@@ -406,6 +406,7 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   cfg.lend_horizon_s = opt.lend_horizon_s;
   cfg.lend_arrivals = opt.lend_arrivals;
   cfg.replace_slower = opt.replace_slower;
+  cfg.fair_placement = opt.fair_placement;
   cfg.spb_packing = false;
   cfg.use_similarity = true;
   std::string base = name;

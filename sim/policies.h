@@ -53,6 +53,7 @@ struct PolicyOptions {
   double lend_horizon_s = ringsched::PlannerConfig{}.lend_horizon_s;  // combined's lend horizon
   double lend_arrivals = ringsched::PlannerConfig{}.lend_arrivals;    // ... in arrival gaps at least
   double replace_slower = ringsched::PlannerConfig{}.replace_slower;  // combined's re-placement
+  double fair_placement = ringsched::PlannerConfig{}.fair_placement;  // ... its floors' charge
   // Model similarity for the planner's unseen models (null: none; the planner then treats them
   // as it does without similarity).
   std::shared_ptr<const ringsched::SimilarityModel> similarity;

@@ -89,6 +89,7 @@ void write_json_report(const std::string& path, const RunInfo& info, const std::
   json_object_set_new(run, "lend_horizon_s", json_real(info.options.lend_horizon_s));
   json_object_set_new(run, "lend_arrivals", json_real(info.options.lend_arrivals));
   json_object_set_new(run, "replace_slower", json_real(info.options.replace_slower));
+  json_object_set_new(run, "fair_placement", json_real(info.options.fair_placement));
   json_object_set_new(run, "seed", json_integer(info.options.seed));
   json_object_set_new(root.get(), "ringsim", run);
   json_t* pol = json_object();

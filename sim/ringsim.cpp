@@ -74,6 +74,9 @@ const char kUsage[] =
     "                         the fastest type it may use is placed again each pass, also\n"
     "                         while jobs wait (default 4, ReplaceSlower in ringsched.conf;\n"
     "                         0: kept in place)\n"
+    "  --fair-placement X     combined: a job held at its fairness floor is charged X times\n"
+    "                         the time it loses on nodes slower than its floor's GPUs on the\n"
+    "                         fewest nodes (default 2, FairPlacement in ringsched.conf; 0: off)\n"
     "  --window N             pending jobs passed to the planner per round (default 0: all)\n"
     "  --hold-out M1,M2       hide these models' profiles from the policies (the engine still uses\n"
     "                         them): the unseen-model experiment\n"
@@ -213,7 +216,7 @@ int cmd_run(int argc, char** argv) {
                       {"--trace", "--cluster", "--gpus-per-node", "--profiles", "--policy", "--compare", "--round",
                        "--restart", "--plan-gap", "--min-gain", "--min-interval", "--samples", "--window", "--hold-out", "--features", "--seed",
                        "--report", "--plots", "--fairness", "--late-factor", "--lend-horizon",
-                       "--lend-arrivals", "--replace-slower"},
+                       "--lend-arrivals", "--replace-slower", "--fair-placement"},
                       {"--quiet", "--no-job-rows", "--no-event-planning"});
   if (!a.positional.empty()) throw InputError("run: unexpected argument '" + a.positional[0] + "'");
   const std::string trace_path = need_opt(a, "--trace");
@@ -252,6 +255,7 @@ int cmd_run(int argc, char** argv) {
   po.replace_slower = number_opt(a, "--replace-slower", po.replace_slower, 0, 1e6);
   if (po.replace_slower > 0 && po.replace_slower < 1)
     throw InputError("--replace-slower: expected 0 (off) or a factor >= 1, got " + a.opt["--replace-slower"]);
+  po.fair_placement = number_opt(a, "--fair-placement", po.fair_placement, 0, 1000);
   std::vector<std::string> names =
       a.opt.count("--compare") ? split_list(a.opt["--compare"]) : std::vector<std::string>{str_opt(a, "--policy", "combined")};
   if (names.empty()) throw InputError("--compare: no policy named");

@@ -218,6 +218,10 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.replace_slower, r.planner.replace_slower);
     CPPUNIT_ASSERT_EQUAL(0.0, RingschedConf::parse("ProfileFiles=p.csv\nReplaceSlower=0\n", "x").planner.replace_slower);
     CPPUNIT_ASSERT_EQUAL(2.5, RingschedConf::parse("ProfileFiles=p.csv\nReplaceSlower=2.5\n", "x").planner.replace_slower);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fair_placement, ex.planner.fair_placement);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.fair_placement, r.planner.fair_placement);
+    CPPUNIT_ASSERT_EQUAL(0.0, RingschedConf::parse("ProfileFiles=p.csv\nFairPlacement=0\n", "x").planner.fair_placement);
+    CPPUNIT_ASSERT_EQUAL(8.0, RingschedConf::parse("ProfileFiles=p.csv\nFairPlacement=8\n", "x").planner.fair_placement);
     CPPUNIT_ASSERT_EQUAL(0, r.reshape_interval_s);
     CPPUNIT_ASSERT_EQUAL(30, r.resize_hold_s);
     // Similarity neighbours: auto (0) by default, a number, or auto spelled out.
@@ -250,6 +254,7 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(conf_error(base + "LateFactor=inf\n").find("ringsched.conf:2: LateFactor='inf'") == 0);
     CPPUNIT_ASSERT_EQUAL(std::string("ringsched.conf:2: ReplaceSlower='0.5': expected 0 (off) or a factor of 1 or more"),
                          conf_error(base + "ReplaceSlower=0.5\n"));
+    CPPUNIT_ASSERT(conf_error(base + "FairPlacement=-1\n").find("ringsched.conf:2: FairPlacement='-1'") == 0);
     // A removed key: the line, and what to do, rather than "unknown key".
     CPPUNIT_ASSERT(conf_error(base + "LendValuation=no\n").find("ringsched.conf:2: LendValuation was removed") == 0);
     CPPUNIT_ASSERT(conf_error(base + "LendValuation=no\n").find("delete the line") != std::string::npos);

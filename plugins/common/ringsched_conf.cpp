@@ -176,6 +176,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.planner.replace_slower = v.number(0, 1000);
       if (c.planner.replace_slower > 0 && c.planner.replace_slower < 1)
         v.fail("expected 0 (off) or a factor of 1 or more");
+    } else if (k == "fairplacement") {
+      c.planner.fair_placement = v.number(0, 1000);
     } else if (k == "lendvaluation") {
       // Removed: say so rather than "unknown key" to an admin whose file had it.
       throw InputError(path, line, "LendValuation was removed: a late job now gets its whole floor "
