@@ -351,8 +351,8 @@ OnNodes on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds, const Place
 // cost where it moves, and PlacementProblem::fair_weight times the time it loses there against
 // its fairness floor (PlacementJob::fair_gpus of its fastest allowed type on their fewest nodes;
 // a floor larger than one node's GPUs is charged only for nodes beyond the fewest).
-double charged_finish(const PlacementProblem& p, PlacementSpeeds& speeds, const PlacementTopology& topo,
-                      int j, const OnNodes& o) {
+double charged_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
+                      const PlacementTopology& topo, int j, const OnNodes& o) {
   const PlacementJob& job = p.jobs[j];
   double t = o.t_iter;
   if (job.fair_gpus > 0 && p.fair_weight > 0 && std::isfinite(t)) {

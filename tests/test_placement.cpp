@@ -402,7 +402,8 @@ class PlacementTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(contains(error_of([&] { market_match(bad, seed); }), "unknown node 'nowhere'"));
     bad = p;
     bad.jobs[4].fair_gpus = -1;
-    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(bad, seed, 4, 1); }), "placement job 4 (a3c): fair_gpus"));
+    CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(bad, seed, 4, 1); }),
+                            "placement job 4 (a3c): fair_gpus"));
     bad = p;
     bad.fair_weight = std::nan("");
     CPPUNIT_ASSERT(contains(error_of([&] { place_hetero(bad, seed, 4, 1); }), "fair_weight"));
@@ -679,16 +680,13 @@ class PlacementTest : public CppUnit::TestFixture {
     }
   }
 
-  // The dive keeps Hall's condition per set of types, one job changed at a time
-  // (CategoryFit::within_of, change_within, holds_within): on five types, 40 jobs allowed random
-  // sets of them and 3,000 random changes, it says what holds() says of the same needs, both
-  // ways, and stays what within_of() makes afresh.
   // phillyd v100x4 L0.5 s125: a recommendation-b8192 job held at its fairness floor of 2 GPUs
   // (late admission) ran on 4 of one node; the placement gave that node to a job of the same
   // family growing 1 -> 4 and spread the floor over the single free GPUs of two nodes, where
-  // its ring runs at 3.04 iterations/s where 2 GPUs of one node run it at 5.15: max FTF 1.19 where Tiresias's is 1.10.
-  // Charged fair_weight times the time lost below its floor's speed on one node, the floor
-  // stays on one node; without the charge (the premise) it is spread.
+  // its ring runs at 3.04 iterations/s against 5.15 on 2 GPUs of one node (max FTF 1.19;
+  // Tiresias 1.10). Charged fair_weight (FairPlacement's default, 2, and 4) times the time it
+  // loses below its floor's speed, the floor stays on one node; without the charge, or without
+  // a floor (the premise), it is spread.
   void fairness_floor_is_not_spread_below_its_share() {
     PlacementProblem p;
     p.model = &gavel();
@@ -709,9 +707,14 @@ class PlacementTest : public CppUnit::TestFixture {
     };
     CPPUNIT_ASSERT_EQUAL(2, nodes_of_late(0, 2));
     CPPUNIT_ASSERT_EQUAL(2, nodes_of_late(4, 0));
+    CPPUNIT_ASSERT_EQUAL(1, nodes_of_late(2, 2));
     CPPUNIT_ASSERT_EQUAL(1, nodes_of_late(4, 2));
   }
 
+  // The dive keeps Hall's condition per set of types, one job changed at a time
+  // (CategoryFit::within_of, change_within, holds_within): on five types, 40 jobs allowed random
+  // sets of them and 3,000 random changes, it says what holds() says of the same needs, both
+  // ways, and stays what within_of() makes afresh.
   void hall_condition_per_set_agrees_with_holds() {
     ProfileTable table = ProfileTable::load_csv(repo_file("data/profiles/gavel.csv"));
     std::vector<ProfilePoint> measured = table.points();

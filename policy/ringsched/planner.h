@@ -122,13 +122,14 @@ struct PlannerConfig {
   // restarts +61% and +40%; 2 gained little more for 1.9-2.5x 4's restarts, 6 and 8 lost on the
   // Philly trace (docs/combined-replace-slower.md). 0: off (kept in place).
   double replace_slower = 4.0;
-  // Combined: a job held at its fairness floor (the starvation bound's late admission) is
-  // charged, in the placement's sum of finish times, this many times the time it loses on nodes
-  // where it runs slower than its floor's GPUs of its fastest type on their fewest nodes
-  // (PlacementJob::fair_gpus). The floor is a GPU count; without this the placement met it on
-  // single free GPUs of several nodes when a whole node served another job better: a
-  // recommendation-b8192 job held at 2 V100s ran on 1 + 1 of two nodes at 3.04 iterations/s,
-  // where 2 of one node run it at 5.15 (phillyd v100x4 L0.5 s125: max FTF 1.19, Tiresias 1.10).
+  // Combined: a job held at a fairness floor (the size the fairness pass or the starvation
+  // bound's late admission keeps it at) is charged, in the placement's sum of finish times,
+  // this many times the time it loses on nodes where it runs slower than its floor's GPUs of
+  // its fastest type on their fewest nodes (PlacementJob::fair_gpus). The floor is a GPU
+  // count; without this the placement met it on single free GPUs of several nodes when a whole
+  // node served another job better: a recommendation-b8192 job held at 2 V100s ran on 1 + 1
+  // of two nodes at 3.04 iterations/s, where 2 of one node run it at 5.15 (phillyd v100x4 L0.5
+  // s125: max FTF 1.19, Tiresias 1.10).
   // At 2, sim/sweep.sh seeds 1-140 and --full (2,700 scenarios): no miss (2 before; max FTF at
   // most Tiresias's in all), avg JCT -0.22..+0.04% per set; Gavel's Philly trace --full +0.45%,
   // -2.66%, +0.14% per cluster, restarts +6%, +13%, +25%. 4 gave no miss either but more
