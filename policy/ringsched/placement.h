@@ -46,7 +46,9 @@ struct JobPlacement {
   std::map<std::string, int> gpus_by_type;
   int total = 0;
   double iters_per_s = 0;
-  double finish_s = 0;  // remaining / speed (+ restart cost when a running job moves)
+  // remaining / speed (+ restart cost when a running job moves, + the charge of a fairness floor,
+  // PlacementJob::fair_gpus)
+  double finish_s = 0;
 };
 
 struct PlacementResult {
