@@ -97,8 +97,13 @@ struct PlacementTopology {
   std::vector<std::vector<std::pair<int, int>>> current;
   std::vector<int> current_total;
   std::vector<std::vector<int>> current_types;
+  // Per job: seconds per iteration of its fairness floor, PlacementJob::fair_gpus of its fastest
+  // allowed type on their fewest nodes (infinity: no floor, no charge, or no type holds it).
+  // Worked out once here: the node phase values every job's package on every trial.
+  std::vector<double> fair_t_iter;
 
-  PlacementTopology(const PlacementProblem& problem, const PlacementSpeeds& speeds);
+  // `speeds` memoises the fairness floors' speeds.
+  PlacementTopology(const PlacementProblem& problem, PlacementSpeeds& speeds);
   // Fewest nodes that can hold n GPUs for job j.
   int min_nodes(int j, int n) const;
   // Fewest nodes of type t that can hold n of its GPUs (the largest first).

@@ -156,7 +156,7 @@ long placement_compositions(int n, int k, long cap) {
   return c;
 }
 
-PlacementTopology::PlacementTopology(const PlacementProblem& p, const PlacementSpeeds& speeds) {
+PlacementTopology::PlacementTopology(const PlacementProblem& p, PlacementSpeeds& speeds) {
   int T = speeds.num_types();
   nodes_of_type.assign(T, {});
   cap_of_type.assign(T, 0);
@@ -220,6 +220,19 @@ PlacementTopology::PlacementTopology(const PlacementProblem& p, const PlacementS
       current[j].clear();
       current_total[j] = 0;
       current_types[j].assign(T, 0);
+    }
+  }
+  fair_t_iter.assign(J, std::numeric_limits<double>::infinity());
+  if (!(p.fair_weight > 0)) return;
+  std::vector<int> counts(T, 0);
+  for (int j = 0; j < J; ++j) {
+    const int g = p.jobs[j].fair_gpus;
+    for (int t = 0; t < T && g > 0; ++t) {
+      if (!speeds.allowed(j, t) || cap_of_type[t] < g) continue;
+      counts[t] = g;
+      fair_t_iter[j] =
+          std::min(fair_t_iter[j], placement_type_level_iteration_time(speeds, *this, j, counts, 0));
+      counts[t] = 0;
     }
   }
 }
@@ -349,24 +362,14 @@ OnNodes on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds, const Place
 
 // The finish time of job j on a package: its remaining work at the package's speed, the restart
 // cost where it moves, and PlacementProblem::fair_weight times the time it loses there against
-// its fairness floor (PlacementJob::fair_gpus of its fastest allowed type on their fewest nodes;
-// a floor larger than one node's GPUs is charged only for nodes beyond the fewest).
-double charged_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
-                      const PlacementTopology& topo, int j, const OnNodes& o) {
-  const PlacementJob& job = p.jobs[j];
+// its fairness floor (PlacementTopology::fair_t_iter; a floor larger than one node's GPUs is
+// charged only for nodes beyond the fewest).
+double charged_finish(const PlacementProblem& p, const PlacementTopology& topo, int j,
+                      const OnNodes& o) {
   double t = o.t_iter;
-  if (job.fair_gpus > 0 && p.fair_weight > 0 && std::isfinite(t)) {
-    double fair = INFINITY;
-    std::vector<int> counts(speeds.num_types(), 0);
-    for (int type = 0; type < speeds.num_types(); ++type) {
-      if (!speeds.allowed(j, type) || topo.cap_of_type[type] < job.fair_gpus) continue;
-      counts[type] = job.fair_gpus;
-      fair = std::min(fair, placement_type_level_iteration_time(speeds, topo, j, counts, 0));
-      counts[type] = 0;
-    }
-    if (std::isfinite(fair) && t > fair) t += p.fair_weight * (t - fair);
-  }
-  return job.remaining * t + (o.restart ? p.costs.restart_s : 0.0);
+  const double fair = topo.fair_t_iter[j];
+  if (std::isfinite(t) && std::isfinite(fair) && t > fair) t += p.fair_weight * (t - fair);
+  return p.jobs[j].remaining * t + (o.restart ? p.costs.restart_s : 0.0);
 }
 
 }  // namespace
@@ -374,7 +377,7 @@ double charged_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
 double placement_package_finish(const PlacementProblem& p, PlacementSpeeds& speeds,
                                 const PlacementTopology& topo, int j,
                                 const std::vector<std::pair<int, int>>& package) {
-  return charged_finish(p, speeds, topo, j, on_nodes(p, speeds, topo, j, package));
+  return charged_finish(p, topo, j, on_nodes(p, speeds, topo, j, package));
 }
 
 JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& speeds,
@@ -390,7 +393,7 @@ JobPlacement placement_on_nodes(const PlacementProblem& p, PlacementSpeeds& spee
   if (jp.total <= 0) return jp;
   OnNodes o = on_nodes(p, speeds, topo, j, package);
   jp.iters_per_s = std::isfinite(o.t_iter) ? 1.0 / o.t_iter : 0.0;
-  jp.finish_s = charged_finish(p, speeds, topo, j, o);
+  jp.finish_s = charged_finish(p, topo, j, o);
   return jp;
 }
 

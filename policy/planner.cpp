@@ -424,7 +424,8 @@ Plan Planner::plan(const Snapshot& snap) const {
           }
         }
       }
-      // The floor as a speed, not only a count: PlannerConfig::fair_placement.
+      // The floor as a speed, not only a count (PlannerConfig::fair_placement): its floor this
+      // round, or its minimum where it runs from there on faster types (types_faster_than()).
       if (j.elastic && fair_floor[i] > 0) pj.fair_gpus = pj.min_gpus;
       if (!j.elastic && j.state != JobState::Running && !may_stop(i)) {
         const size_t all = pj.allowed_types.size();
