@@ -5,6 +5,7 @@
 // Off, or for a job not stoppable, the planner plans within that.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <cmath>
 #include <string>
 
 #include "ringsched/planner.h"
@@ -40,6 +41,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(intervalYieldsLentGpusToAJobWithinItsRequest);
   CPPUNIT_TEST(tailGuardKeepsTheJobThatWouldFinishLast);
   CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
+  CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -480,6 +482,41 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     PlannerConfig bad;
     bad.replace_slower = 0.5;
     CPPUNIT_ASSERT_THROW(Planner(m, bad), InputError);
+  }
+
+  // PlannerConfig::fair_placement, through the planner (the placement's own test is
+  // test_placement's fairness_floor_is_not_spread_below_its_share). A late recommendation-b8192
+  // job that asked for 2 V100s holds a whole node; a recommendation-b4096 job that asked for 1
+  // grows 1 -> 4, and the two other nodes have one usable GPU each. The late job's floor of 2
+  // (the starvation bound) went to those two single GPUs, and the whole node to the grower; with
+  // the charge (2, the default) the floor stays on one node.
+  void lateFloorIsKeptOnOneNode() {
+    for (double weight : {0.0, 2.0}) {
+      Snapshot s;
+      s.now_s = 20000;
+      s.cluster.nodes = {Node{"v0", "v100", 4}, Node{"v1", "v100", 4}, Node{"v2", "v100", 4}};
+      s.cluster.nodes[1].free_gpus = s.cluster.nodes[2].free_gpus = 1;
+      Job late = job("late", "recommendation-b8192", 1, 4, 21100);
+      late.requested_gpus = 2;
+      make_running(late, plan_on({Placement{"v0", "v100", 4}}), 10000);
+      Job grow = job("grow", "recommendation-b4096", 1, 4, 119000);
+      grow.submit_s = 19000;
+      make_running(grow, plan_on({Placement{"v1", "v100", 1}}), 10000);
+      s.jobs = {late, grow};
+      PlannerConfig cfg;
+      cfg.fair_placement = weight;
+      const Plan p = plan_checked(s, cfg);
+      const JobPlan& lp = *p.find("late");
+      const std::string what = "weight " + std::to_string(weight) + ": " + lp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, contains(lp.reason, "shrinks 4->2"));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, lp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, weight > 0 ? size_t{1} : size_t{2}, lp.placement.size());
+    }
+    PlannerConfig bad;
+    bad.fair_placement = -1;
+    CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
+    bad.fair_placement = std::nan("");
+    CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
   }
 };
 
