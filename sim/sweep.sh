@@ -6,6 +6,7 @@
 # Run from the repository root:
 #   RINGSIM=/path/to/build/sim/ringsim sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...]
 #     [--links INTRA,INTER] [--seeds S1,S2,...] [--families F1,F2,...] [--plan-gap S] [--restart S]
+#     [--cluster FILE,...]
 # Default: 120 jobs per run, loads 0.5x 1x 2x, seed 1, each family on its first cluster (about
 # 1 minute of CPU, most of it the philly family). --full: 160 jobs, loads 0.5x 0.75x 1x 1.5x
 # 2x, seeds 1-3, every family on every cluster its profile table allows (hours). Runs at nice 10.
@@ -20,6 +21,11 @@
 # docs/combined-*.md were measured; the plugin and ringsim's default coalesce events within 2 s).
 # --restart S: ringsim's restart cost per resize or resume (default 30 s); a site whose checkpoints
 # take longer sees here whether the ranking holds for it.
+# --cluster FILE,...: ringsim cluster CSVs (a site's own layout, or shapes the built-in ones do not
+# cover) to run each family on instead of its built-in clusters; a family runs on a file only if
+# its profile table knows every GPU type in it (the others are named and skipped). Reports are
+# named after each file's base name; the files are copied into OUTDIR/clusters. Not with --links
+# (put the speeds in the file's intra_gbps and inter_gbps columns).
 # OUTDIR keeps its reports: a sweep run again skips the runs already there (an interrupted one
 # resumes), so it refuses an OUTDIR made with other options (OUTDIR/options names them).
 # Output: OUTDIR/summary.txt (the table), OUTDIR/summary.csv, OUTDIR/ratio.png (gnuplot: combined's
@@ -27,7 +33,7 @@
 set -eu
 RINGSIM=${RINGSIM:-sim/ringsim}
 DATA=${RINGSCHED_SHARED_DATA:-../shared/data}
-OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER] [--seeds S1,S2,...] [--families F1,F2,...] [--plan-gap S] [--restart S]}
+OUT=${1:?usage: sim/sweep.sh OUTDIR [--full] [--policies P1,P2,...] [--links INTRA,INTER] [--seeds S1,S2,...] [--families F1,F2,...] [--plan-gap S] [--restart S] [--cluster FILE,...]}
 shift
 FULL=0
 LINKS=
@@ -35,6 +41,7 @@ SEED_LIST=
 FAMILIES=
 PLAN_GAP=0
 RESTART=30
+SITE_CLUSTERS=
 POLICIES=fifo,tiresias,optimus,besttype,static,doubling,hetero,combined
 while [ $# -gt 0 ]; do
   case $1 in
@@ -47,6 +54,7 @@ while [ $# -gt 0 ]; do
     echo "$SEED_LIST" | grep -Eq '^[0-9]+(,[0-9]+)*$' ||
       { echo "sweep.sh: --seeds wants whole numbers separated by commas (got '$SEED_LIST')" >&2; exit 2; } ;;
   --families) FAMILIES=${2:?--families needs a list}; shift ;;
+  --cluster) SITE_CLUSTERS=${2:?--cluster needs a list of cluster CSV files}; shift ;;
   --plan-gap|--restart)
     v=${2:?$1 needs a number of seconds}
     echo "$v" | grep -Eq '^[0-9]+([.][0-9]+)?$' ||
@@ -72,8 +80,25 @@ known=$(echo "$families" | cut -d: -f1 | tr '\n' ' ' | sed 's/ $//')
 for f in $(echo "$FAMILIES" | tr , ' '); do
   case " $known " in *" $f "*) ;; *) echo "sweep.sh: unknown family '$f' (known: $known)" >&2; exit 2 ;; esac
 done
+# A site's clusters: readable, headed as ringsim's cluster CSV, base names unique (they name the
+# reports), and the GPU types each holds, for matching the families' profile tables below.
+site_names=
+if [ -n "$SITE_CLUSTERS" ]; then
+  [ -z "$LINKS" ] || { echo "sweep.sh: --links applies to the built-in clusters; give the speeds in the --cluster files' intra_gbps and inter_gbps columns" >&2; exit 2; }
+  for f in $(echo "$SITE_CLUSTERS" | tr , ' '); do
+    [ -r "$f" ] || { echo "sweep.sh: --cluster: cannot read '$f'" >&2; exit 2; }
+    head -n 1 "$f" | grep -Eq '^node,gpu_type,gpus(,|$)' ||
+      { echo "sweep.sh: --cluster: $f: line 1 should start with node,gpu_type,gpus (ringsim's cluster CSV)" >&2; exit 2; }
+    n=$(basename "$f" .csv)
+    echo "$n" | grep -Eq '^[A-Za-z0-9_.-]+$' ||
+      { echo "sweep.sh: --cluster: $f: its base name '$n' names the reports: letters, digits, . _ - only" >&2; exit 2; }
+    case " $site_names " in *" $n "*) echo "sweep.sh: --cluster: two files named $n.csv" >&2; exit 2 ;; esac
+    site_names="$site_names $n"
+  done
+fi
 # What the reports depend on besides the scenario (seeds and families only add scenarios).
 options="full=$FULL policies=$POLICIES links=${LINKS:-default} plan-gap=$PLAN_GAP restart=$RESTART"
+[ -z "$SITE_CLUSTERS" ] || options="$options clusters=$(echo $site_names | tr ' ' ,)"
 if [ -s "$OUT/options" ] && [ "$(cat "$OUT/options")" != "$options" ]; then
   echo "sweep.sh: $OUT holds runs made with other options ($(cat "$OUT/options")), not $options: use another OUTDIR" >&2
   exit 2
@@ -102,6 +127,12 @@ cluster_csv k80v100x8 k80:4:8 v100:4:8              # 2 types, 8-GPU nodes
 cluster_csv a100t4x4 a100:16:4 t4:16:4              # 2 types, 4-GPU nodes (128: ITP jobs reach 64)
 cluster_csv gavel3mixed k80:2:8 k80:4:4 p100:2:8 p100:2:4 v100:1:8 v100:6:4  # 3 types, 4 and 8
 cluster_csv five k80:4:4 p100:2:8 v100:2:8 a100:2:8 t4:4:4                   # 5 types, 4 and 8
+for f in $(echo "$SITE_CLUSTERS" | tr , ' '); do cp "$f" "$OUT/clusters/$(basename "$f" .csv).csv"; done
+# The GPU types of a cluster file that none of the profile tables (comma-separated) knows.
+unknown_types() {
+  awk -F, 'FNR == 1 { next } FILENAME == ARGV[1] { t[$2] = 1; next } { known[$2] = 1 }
+           END { for (x in t) if (!(x in known)) printf "%s ", x }' "$1" $(echo "$2" | tr , ' ')
+}
 
 # The workload families of the table above:
 # philly:  Gavel's Philly-derived trace (its own arrivals and job types), the first jobs.
@@ -139,6 +170,15 @@ scaled() {  # trace load -> trace with iterations x load (column 5)
 echo "$families" | while IFS=: read fam prof clusters; do
   [ -z "$FAMILIES" ] || case ",$FAMILIES," in *,"$fam",*) ;; *) continue ;; esac
   [ $FULL = 1 ] || clusters=${clusters%%,*}
+  if [ -n "$SITE_CLUSTERS" ]; then
+    clusters=
+    for n in $site_names; do
+      u=$(unknown_types "$OUT/clusters/$n.csv" "$prof")
+      if [ -n "$u" ]; then echo "== $fam skips $n: its profiles have no ${u% }" >&2; else clusters="$clusters,$n"; fi
+    done
+    clusters=${clusters#,}
+    [ -n "$clusters" ] || continue
+  fi
   for seed in $SEEDS; do
     base=$(trace_of "$fam" "$seed")
     for load in $LOADS; do

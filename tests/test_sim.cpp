@@ -564,6 +564,27 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, status);
     CPPUNIT_ASSERT_EQUAL(120.0, setting(out2 + "/reports/efd-t4x4-L1-s2.json", "restart_s"));
     CPPUNIT_ASSERT_EQUAL(2.0, setting(out2 + "/reports/efd-t4x4-L1-s2.json", "plan_gap_s"));
+    // A site's own layout (--cluster): every family whose profiles know its GPU types runs on it,
+    // named after the file; the others are named and skipped.
+    const std::string mine = d.write("mine.csv", "node,gpu_type,gpus\nt0,t4,8\nt1,t4,8\nt2,t4,2\nt3,t4,1\n");
+    const std::string out3 = d.path() + "/site";
+    std::tie(status, out) = run_command(sweep + out3 + " --families efd,phillyd --policies tiresias,combined --seeds 2 --cluster " + mine);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, status);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "phillyd skips mine: its profiles have no t4"));
+    std::ifstream site_summary(out3 + "/summary.txt");
+    const std::string site((std::istreambuf_iterator<char>(site_summary)), std::istreambuf_iterator<char>());
+    CPPUNIT_ASSERT_MESSAGE(site, contains(site, "efd-mine-L0.5-s2") && contains(site, "efd-mine-L2-s2"));
+    CPPUNIT_ASSERT_MESSAGE(site, contains(site, "3 scenarios: combined best in ") && !contains(site, "t4x4"));
+    std::tie(status, out) = run_command(sweep + d.path() + "/c --cluster " + mine + " --links 100,100");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "--links applies to the built-in clusters"));
+    std::tie(status, out) = run_command(sweep + d.path() + "/c --cluster " + d.path() + "/none.csv");
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "cannot read") && contains(out, "none.csv"));
+    const std::string bad = d.write("bad.csv", "host,type,count\nt0,t4,8\n");
+    std::tie(status, out) = run_command(sweep + d.path() + "/c --cluster " + bad);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "bad.csv: line 1 should start with node,gpu_type,gpus"));
     // Bad options: named, nothing run.
     std::tie(status, out) = run_command(sweep + d.path() + "/c --plan-gap soon");
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
