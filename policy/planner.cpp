@@ -2,14 +2,16 @@
 // The planning pass, Planner::plan() (DESIGN 3): 1. how many GPUs each job gets (the doubling
 // round, the fairness pass, the starvation bound); 2. where (running jobs keep their GPUs, the
 // placement puts the rest); 3. the per-job rows and reasons. Its small steps are in
-// planner_steps.cpp, the model-similarity, SPB and no-stop rules in planner_hooks.cpp, the
-// configuration's checks and the policy names in planner_config.cpp.
+// planner_steps.cpp, the gathering of spread rings in planner_gather.cpp, the model-similarity,
+// SPB and no-stop rules in planner_hooks.cpp, the configuration's checks and the policy names in
+// planner_config.cpp.
 #include "ringsched/planner.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,6 +21,7 @@
 #include "ringsched/doubling.h"
 #include "ringsched/free_gpus.h"
 #include "ringsched/placement.h"
+#include "planner_gather.h"
 #include "planner_hooks.h"
 #include "planner_steps.h"
 
@@ -628,61 +631,12 @@ Plan Planner::plan(const Snapshot& snap) const {
   }
 
   // 2b. Combined: a running job that keeps its count keeps its nodes above, even one spread over
-  // more nodes than it needs (grown while only scattered GPUs were free). Where the GPUs nobody
-  // got this round hold it on fewer nodes, it moves there if its faster ring gains more than
-  // min_gain_multiple restarts, and not within min_interval_s of its last resize.
-  std::vector<bool> moved(n, false);  // by 2b or 2c: a restart at the same count
-  if (config_.policy == Policy::Combined) {
-    std::vector<int> spread;
-    for (int i = 0; i < n; ++i)
-      if (frozen[i] && movable(i) && views[i].known && plan.jobs[i].placement.size() > 1 &&
-          plan.jobs[i].gpus_by_type.size() == 1 &&
-          snap.now_s - snap.jobs[i].last_resize_s >= config_.costs.min_interval_s)
-        spread.push_back(i);
-    if (!spread.empty()) {
-      // Built when a move is first weighed, not per pass: most passes with a spread job find no
-      // fewer nodes for it, and the build walks the cluster (12% of a 500-job burst's passes).
-      std::optional<PlacementLocality> locality;
-      for (size_t s = 0; s < spread.size(); ++s) {
-        int i = spread[s];
-        JobPlan& jp = plan.jobs[i];
-        // Tried in place (give the job's GPUs back, take the gathered ones) and undone when it
-        // does not pay: a copy of the free GPUs per spread job cost O(nodes) each.
-        std::map<std::string, int> held, gathered_on;
-        for (const Placement& p : jp.placement) {
-          free_gpus.take_at(nodes.find(p.node), -p.gpus);
-          held[p.node] += p.gpus;
-        }
-        std::vector<Placement> pl;
-        const bool took = take_of_type(free_gpus, jp.gpus_by_type.begin()->first, jp.gpus, pl);
-        bool pays = took && pl.size() < jp.placement.size();
-        if (pays) {
-          for (const Placement& p : pl) gathered_on[p.node] += p.gpus;
-          double v = model.iters_per_s_mixed(snap.jobs[i].model, jp.gpus_by_type);
-          if (!locality) {
-            std::vector<PlacementLocality::Job> lj;
-            for (int k : spread) lj.push_back({snap.jobs[k].model, views[k].types});
-            locality.emplace(cluster, model, lj);
-          }
-          double f_held = locality->factor(static_cast<int>(s), held);
-          double f_gathered = locality->factor(static_cast<int>(s), gathered_on);
-          double r = snap.jobs[i].remaining;
-          pays = v > 0 && f_held > 0 && f_gathered > f_held &&
-                 r / (v * f_held) - r / (v * f_gathered) - config_.costs.restart_s >
-                     config_.costs.min_gain_multiple * config_.costs.restart_s;
-        }
-        if (!pays) {
-          for (const Placement& p : pl) free_gpus.take_at(nodes.find(p.node), -p.gpus);
-          for (const Placement& p : jp.placement) free_gpus.take_at(nodes.find(p.node), p.gpus);
-          continue;
-        }
-        set_from_placement(jp, pl);
-        moved[i] = true;
-        jp.reason += "; moves from " + std::to_string(held.size()) + " nodes to " +
-                     std::to_string(pl.size()) + ": its ring is faster there";
-      }
-    }
-  }
+  // more nodes than it needs; it gathers onto GPUs nobody got this round where that pays.
+  std::vector<bool> moved(n, false);  // by 2b, 2c or 2d: a restart at the same count
+  const std::function<bool(int)> may_move = movable;
+  GatherPass gather{cluster, model, nodes, snap, views, config_.costs, frozen, may_move,
+                    free_gpus, plan, moved};
+  if (config_.policy == Policy::Combined) gather_onto_free_gpus(gather);
 
   // 2c. Combined: likewise a running job that keeps its count keeps its GPU type above, even one
   // far slower than a type it may use that nobody got this round: a job put on K80s in a burst
@@ -734,6 +688,14 @@ Plan Planner::plan(const Snapshot& snap) const {
                    std::to_string(static_cast<long>(r / v_now - r / v_best - c)) + " s sooner";
     }
   }
+
+  // 2d. Combined: a ring still spread over nodes gathers on one of them, the small jobs there moved
+  // to the GPUs it leaves, where it gains more than their restarts and its own (planner_gather.h).
+  // A transformer placed 4 + 4 over two full 8-GPU V100 nodes at its start ran 2.4x its time
+  // alone (phillyd L0.5 s7; max FTF 2.35x Tiresias's). On cluster shapes the sweep had not seen
+  // (docs/combined-gather-swaps.md) misses 13 -> 10 of 1,140, worst FTF 2.35x -> 1.08x; on the
+  // sweep's 2,700, avg JCT -0.4% to -0.6% per set of seeds, -2.2% on --full, restarts +2-3%.
+  if (config_.policy == Policy::Combined) gather_by_swaps(gather, order);
 
   for (int i = 0; i < n; ++i)
     if (slower_here[i].factor > 0) plan.jobs[i].reason += slower_here_reason(slower_here[i], config_);

@@ -42,6 +42,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(tailGuardKeepsTheJobThatWouldFinishLast);
   CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
   CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
+  CPPUNIT_TEST(spreadRingGathersBySwappingASmallJob);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -517,6 +518,51 @@ class PlannerRunningTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
     bad.fair_placement = std::nan("");
     CPPUNIT_ASSERT_THROW(Planner(ThroughputModel(gavel()), bad), InputError);
+  }
+
+  // Step 2d (planner_gather.h): a transformer-b16 ring runs 4 + 4 over two full 8-GPU V100
+  // nodes, each node's other 4 GPUs held by a 4-GPU resnet50 job. No GPU is free, so 2b cannot
+  // gather it; swapping its 4 on one node for the resnet50 on the other gathers it on one node
+  // for two restarts. Not where the resnet50 jobs are within their minimum interval, may not be
+  // moved (fixed size, no preemption), or under plain doubling.
+  void spreadRingGathersBySwappingASmallJob() {
+    enum Case { Swap, WithinInterval, Fixed, Doubling };
+    for (Case c : {Swap, WithinInterval, Fixed, Doubling}) {
+      Snapshot s;
+      s.now_s = 10000;
+      s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+      Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
+      ring.requested_gpus = 8;
+      make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
+      s.jobs = {ring};
+      for (const char* node : {"v0", "v1"}) {
+        Job small = c == Fixed ? fixed_job(std::string("small-") + node, "resnet50-b64", 4, 1e6)
+                               : job(std::string("small-") + node, "resnet50-b64", 4, 4, 1e6);
+        make_running(small, plan_on({Placement{node, "v100", 4}}), c == WithinInterval ? 9900 : 0);
+        s.jobs.push_back(small);
+      }
+      const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
+      const JobPlan& rp = *p.find("ring");
+      const std::string what = "case " + std::to_string(c) + ": " + rp.reason;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, rp.gpus);
+      int moved = 0;
+      for (const char* node : {"v0", "v1"}) {
+        const JobPlan& sp = *p.find(std::string("small-") + node);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, 4, sp.gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, size_t{1}, sp.placement.size());
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, sp.placement.front().node != node, sp.resize);
+        moved += sp.resize;
+      }
+      if (c == Swap) {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{1}, rp.placement.size());
+        CPPUNIT_ASSERT_MESSAGE(what, rp.resize && contains(rp.reason, "gathers from 2 nodes"));
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, moved);
+      } else {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{2}, rp.placement.size());
+        CPPUNIT_ASSERT_MESSAGE(what, !rp.resize);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, moved);
+      }
+    }
   }
 };
 
