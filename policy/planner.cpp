@@ -593,12 +593,13 @@ Plan Planner::plan(const Snapshot& snap) const {
     }
   }
 
-  // Combined: a grow the placement spread over nodes where the job's ring runs slower than one
-  // GPU is not made (grows_no_faster()). ncf on T4s, grown 1 -> 4 for its fair share onto 2 + 2
-  // GPUs of two nodes (9 iterations/s by the locality charge, 47 on its one GPU), ran so for
-  // 19,400 s until a node had 4 free (efd t4x4 L1 s13: max FTF 1.98 of its time alone).
+  // Combined: a grow the placement spread over nodes where the job's ring runs no faster than
+  // now (behind its fair share: than one GPU) is not made (grows_no_faster()). ncf on T4s, grown
+  // 1 -> 4 for its fair share onto 2 + 2 GPUs of two nodes (9 iterations/s by the locality
+  // charge, 47 on its one GPU), ran so for 19,400 s until a node had 4 free (efd t4x4 L1 s13:
+  // max FTF 1.98 of its time alone).
   if (config_.policy == Policy::Combined)
-    for (int i : grows_no_faster(cluster, model, nodes, snap, plan, views)) {
+    for (int i : grows_no_faster(cluster, model, nodes, snap, plan, views, fair_floor)) {
       JobPlan& jp = plan.jobs[i];
       const std::string was = std::to_string(jp.gpus) + " GPUs over " +
                               std::to_string(jp.placement.size()) + " nodes";

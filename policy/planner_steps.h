@@ -243,12 +243,14 @@ SlowerHere slower_here_than(const ThroughputModel& model, const Job& j,
 std::string slower_here_reason(const SlowerHere& slower, const PlannerConfig& config);
 
 // The running jobs (indices into snap.jobs) that `plan` grows onto GPUs over several nodes where
-// their ring runs no faster than on the GPUs they hold now, nor than on one GPU of those types:
-// the locality of the spread ring costs more than the added GPUs give (what the count round
-// cannot see, counting GPUs alone).
+// their ring runs no faster than on the GPUs they hold now -- for a job behind its fair share
+// (`fair_floor[i]`, the size the fairness pass or the starvation bound set, above its GPUs now),
+// no faster than one GPU of those types: the locality of the spread ring costs more than the
+// added GPUs give (what the count round cannot see, counting GPUs alone).
 std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& model,
                                  const NodeIndex& nodes, const Snapshot& snap, const Plan& plan,
-                                 const std::vector<JobView>& views);
+                                 const std::vector<JobView>& views,
+                                 const std::vector<int>& fair_floor);
 
 }  // namespace planner_detail
 }  // namespace ringsched

@@ -101,9 +101,10 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
   // Every Gavel model with V100 points, running on 1 GPU of a node and planned on 4 GPUs: 2 + 2
   // over two nodes is found exactly where that ring, with the placement's locality charge, runs
   // it no faster than its one GPU; 4 on one node never (no locality to lose), nor a job that
-  // keeps its size. Some model must fall on each side. Running on 2 GPUs, the spread 4 is found
-  // only where it is no faster than one GPU either: a ring slower than its 2 but faster than one
-  // GPU is left to the placement (step 2b gathers it later); some model must be such a ring.
+  // keeps its size. Some model must fall on each side. Running on 2 GPUs of one node, the spread
+  // 4 is found where it is no faster than those 2; for a job behind its fair share (a floor of
+  // 4), only where it is no faster than one GPU either: a ring slower than its 2 but faster than
+  // one GPU is left to the placement on its way to its share; some model must be such a ring.
   void a_grow_spread_over_nodes_that_runs_no_faster_is_found() {
     Cluster c;
     for (int i = 0; i < 2; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
@@ -129,18 +130,24 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
                             m.iters_per_s(model, "v100", 1);
       (expected ? slower : faster)++;
       set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected, grows_no_faster(c, m, nodes, s, plan, {v}).size() == 1);
+      for (int floor : {0, 4})
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected, grows_no_faster(c, m, nodes, s, plan, {v}, {floor}).size() == 1);
       set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 4}});
-      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}).empty());
+      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}, {0}).empty());
       const double v4 = m.iters_per_s(model, "v100", 4) * locality.factor(0, spread);
       make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 2}}), 0);
       set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
       const bool on_two = v4 <= m.iters_per_s(model, "v100", 2) && v4 <= m.iters_per_s(model, "v100", 1);
       left_to_gather += v4 < m.iters_per_s(model, "v100", 2) && !on_two;
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, on_two, grows_no_faster(c, m, nodes, s, plan, {v}).size() == 1);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, on_two, grows_no_faster(c, m, nodes, s, plan, {v}, {4}).size() == 1);
+      const bool slower_than_two = v4 <= m.iters_per_s(model, "v100", 2);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, slower_than_two,
+                                   grows_no_faster(c, m, nodes, s, plan, {v}, {0}).size() == 1);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, slower_than_two,
+                                   grows_no_faster(c, m, nodes, s, plan, {v}, {2}).size() == 1);
       make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}}), 0);
       set_from_placement(plan.jobs[0], {Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}});
-      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}).empty());
+      CPPUNIT_ASSERT_MESSAGE(model, grows_no_faster(c, m, nodes, s, plan, {v}, {0}).empty());
     }
     CPPUNIT_ASSERT_MESSAGE(std::to_string(faster) + " faster spread", slower > 0);
     CPPUNIT_ASSERT_MESSAGE(std::to_string(slower) + " no faster spread", faster > 0);
