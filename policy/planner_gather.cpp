@@ -74,8 +74,13 @@ void gather_onto_free_gpus(GatherPass& g) {
 
 int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   const int n = static_cast<int>(g.snap.jobs.size());
-  // A job that keeps its GPUs this round may be moved only as 2b moves one.
+  // A job that keeps its GPUs this round may be moved only as 2b moves one; a running job that
+  // restarts anyway only if it may be moved at all (the plugin would not move it).
   auto kept_may_move = [&](int i) { return g.movable(i) && !g.moved[i] && past_interval(g, i); };
+  auto may_swap = [&](int i) {
+    return g.frozen[i] ? kept_may_move(i)
+                       : g.snap.jobs[i].state != JobState::Running || g.movable(i);
+  };
   // Spread jobs one of whose nodes could hold them whole, checked first: the steps below walk
   // the cluster and every placement (bench_planner's steady pass at 50,000 GPUs x 10,000 jobs,
   // 50 ms without this step: 64 ms when built for every spread job, 60-62 with this check).
@@ -83,7 +88,7 @@ int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   for (int i : order) {
     const JobPlan& jp = g.plan.jobs[i];
     if (!jp.runs || !g.views[i].known || jp.placement.size() < 2 || jp.gpus_by_type.size() != 1 ||
-        (g.frozen[i] && !kept_may_move(i)))
+        !may_swap(i))
       continue;
     bool fits = false;
     for (const Placement& p : jp.placement)
@@ -131,9 +136,7 @@ int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
       // fewest restarts.
       std::vector<int> movers;
       for (int k : on_node[a])
-        if (k != i && g.plan.jobs[k].placement.size() == 1 &&
-            (!g.frozen[k] || kept_may_move(k)))
-          movers.push_back(k);
+        if (k != i && g.plan.jobs[k].placement.size() == 1 && may_swap(k)) movers.push_back(k);
       std::sort(movers.begin(), movers.end(), [&](int x, int y) {
         if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
         if (g.plan.jobs[x].gpus != g.plan.jobs[y].gpus)
