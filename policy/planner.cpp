@@ -695,7 +695,8 @@ Plan Planner::plan(const Snapshot& snap) const {
   // A transformer placed 4 + 4 over two full 8-GPU V100 nodes at its start ran 2.4x its time
   // alone (phillyd L0.5 s7; max FTF 2.35x Tiresias's). On cluster shapes the sweep had not seen
   // (docs/combined-gather-swaps.md) misses 13 -> 10 of 1,140, worst FTF 2.35x -> 1.08x; on the
-  // sweep's 2,700, avg JCT -0.4% to -0.6% per set of seeds, -2.2% on --full, restarts +2-3%.
+  // sweep's 2,700, avg JCT -0.4% to -0.6% per set of seeds, -2.2% on --full, restarts +1.7% to
+  // +3.4%.
   if (config_.policy == Policy::Combined) gather_by_swaps(gather, order);
 
   for (int i = 0; i < n; ++i)

@@ -72,7 +72,7 @@ void gather_onto_free_gpus(GatherPass& g) {
   }
 }
 
-int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
+void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   const int n = static_cast<int>(g.snap.jobs.size());
   // A job that keeps its GPUs this round may be moved only as 2b moves one; a running job that
   // restarts anyway only if it may be moved at all (the plugin would not move it).
@@ -95,7 +95,7 @@ int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
       fits = fits || g.cluster.nodes[g.nodes.find(p.node)].usable() >= jp.gpus;
     if (fits) spread.push_back(i);
   }
-  if (spread.empty()) return 0;
+  if (spread.empty()) return;
   // The jobs with GPUs on each node in the plan: those a target node would move off.
   std::vector<std::vector<int>> on_node(g.cluster.nodes.size());
   for (int i = 0; i < n; ++i)
@@ -108,11 +108,9 @@ int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   struct Move {
     int job, to;
   };
-  int gathered = 0;
   for (size_t s = 0; s < spread.size(); ++s) {
     const int i = spread[s];
-    JobPlan& jp = g.plan.jobs[i];
-    if (jp.placement.size() < 2) continue;  // a job moved here for another is whole on a node
+    JobPlan& jp = g.plan.jobs[i];  // never moved for another job: those are whole on one node
     const Job& j = g.snap.jobs[i];
     const std::map<std::string, int> held = by_node(jp);
     const double v = g.model.iters_per_s_mixed(j.model, jp.gpus_by_type);
@@ -192,11 +190,9 @@ int gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
     set_from_placement(jp, {Placement{target, type, jp.gpus}});
     if (g.frozen[i]) g.moved[i] = true;
     jp.reason += "; gathers from " + std::to_string(held.size()) + " nodes on " + target + ", " +
-                 std::to_string(best_moves.size()) + " jobs moved from there: done " +
-                 std::to_string(static_cast<long>(best_net)) + " s sooner";
-    ++gathered;
+                 std::to_string(best_moves.size()) + " jobs moved from there: the plan gains " +
+                 std::to_string(static_cast<long>(best_net)) + " s";
   }
-  return gathered;
 }
 
 }  // namespace planner_detail

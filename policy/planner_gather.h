@@ -40,8 +40,8 @@ void gather_onto_free_gpus(GatherPass& g);
 // (and those free there): they move, it gathers. Done where its faster ring gains more than the
 // restarts it costs -- one per moved running job that would otherwise keep its GPUs, one for the
 // job itself if it would -- plus min_gain_multiple restarts; no kept job within min_interval_s of
-// its last resize, none that may not move. Jobs in `order` first. Returns the jobs gathered.
-int gather_by_swaps(GatherPass& g, const std::vector<int>& order);
+// its last resize, none that may not move. Jobs in `order` first.
+void gather_by_swaps(GatherPass& g, const std::vector<int>& order);
 
 }  // namespace planner_detail
 }  // namespace ringsched
