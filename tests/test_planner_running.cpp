@@ -43,6 +43,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
   CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
   CPPUNIT_TEST(spreadRingGathersBySwappingASmallJob);
+  CPPUNIT_TEST(jobPlacedAgainKeepsItsCountedSize);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -563,6 +564,32 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, moved);
       }
     }
+  }
+  // A job placed again to find it a faster type (replace_slower) keeps the size the count round
+  // gave it: a resnet18 on 2 of 8 K80s, the V100s held by a job that may not be stopped, and a
+  // 6-GPU fixed-size arrival the count round gives the other 6 K80s, but which starts only on a
+  // type it loses no more on than it has waited (types_worth_starting_on), so it waits. The
+  // placement grew the resnet18 onto the K80s left free, and the next count round took them
+  // back for the waiting job, every 600 s.
+  void jobPlacedAgainKeepsItsCountedSize() {
+    Snapshot s;
+    s.now_s = 10000;
+    s.cluster.nodes = {Node{"v0", "v100", 4}, Node{"k0", "k80", 8}};
+    Job slow = job("slow", "resnet18-b32", 1, 8, 1e8);
+    slow.requested_gpus = 2;
+    make_running(slow, plan_on({Placement{"k0", "k80", 2}}), 0);
+    Job held = fixed_job("held", "resnet50-b64", 4, 1e8);
+    make_running(held, plan_on({Placement{"v0", "v100", 4}}), 0);
+    Job wait = fixed_job("wait", "resnet50-b64", 6, 1e6);
+    wait.submit_s = s.now_s;
+    s.jobs = {slow, held, wait};
+    PlannerConfig cfg;
+    cfg.preempt = false;
+    const Plan p = plan_checked(s, cfg);
+    const JobPlan& sp = *p.find("slow");
+    CPPUNIT_ASSERT_MESSAGE(sp.reason, contains(sp.reason, "placed again with the others"));
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(sp.reason, 2, sp.gpus);
+    CPPUNIT_ASSERT_MESSAGE(sp.reason, !sp.resize);
   }
 };
 
