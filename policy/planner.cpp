@@ -452,6 +452,11 @@ Plan Planner::plan(const Snapshot& snap) const {
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
       pj.current = j.gpus_by_node;
+      // A running job's work counted only as far as the lend horizon (PlannerConfig::
+      // placement_horizon), but not a job placed again to find it a faster type.
+      if (config_.placement_horizon && pj.running && lend_horizon_s > 0 &&
+          slower_here[i].factor == 0)
+        pj.remaining = work_within_horizon(model, j, views[i].types, counts[i], lend_horizon_s);
       if (over_nodes_whole > 0) over_nodes.push_back({pp.jobs.size(), over_nodes_whole});
       pp.jobs.push_back(pj);
       seed.push_back(counts[i]);

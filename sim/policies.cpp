@@ -388,7 +388,7 @@ std::unique_ptr<SchedulingPolicy> make_planner_policy(const std::string& name, r
 
 std::vector<std::string> policy_names() {
   return {"fifo", "tiresias", "optimus", "besttype", "static", "doubling", "hetero", "combined", "combined+spb",
-          "combined-naive", "combined-nopreempt", "combined-noguard"};
+          "combined-naive", "combined-nopreempt", "combined-noguard", "combined-nohorizon"};
 }
 
 std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
@@ -422,6 +422,9 @@ std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const Pol
   } else if (name == "combined-noguard") {
     base = "combined";
     cfg.tail_guard = false;
+  } else if (name == "combined-nohorizon") {
+    base = "combined";
+    cfg.placement_horizon = false;
   }
   if (base != "static" && base != "doubling" && base != "hetero" && base != "combined") {
     std::string all;

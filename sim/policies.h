@@ -59,10 +59,11 @@ struct PolicyOptions {
   std::shared_ptr<const ringsched::SimilarityModel> similarity;
 };
 // Names: fifo, tiresias, optimus, besttype (baselines); static, doubling, hetero, combined,
-// combined+spb, combined-naive, combined-nopreempt, combined-noguard (ours: the planner's
-// policies; combined+spb turns on SPB packing; combined-naive turns off model similarity;
-// combined-nopreempt never stops a running job nor moves a fixed-size one, as the plugin with
-// Preempt=no; combined-noguard is combined with TailGuard=no).
+// combined+spb, combined-naive, combined-nopreempt, combined-noguard, combined-nohorizon (ours:
+// the planner's policies; combined+spb turns on SPB packing; combined-naive turns off model
+// similarity; combined-nopreempt never stops a running job nor moves a fixed-size one, as the
+// plugin with Preempt=no; combined-noguard is combined with TailGuard=no, combined-nohorizon
+// with PlacementHorizon=no).
 // Throws InputError for an unknown name.
 std::unique_ptr<SchedulingPolicy> make_policy(const std::string& name, const PolicyOptions& opt,
                                               const ringsched::ThroughputModel& model);

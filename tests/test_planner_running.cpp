@@ -43,6 +43,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
   CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
   CPPUNIT_TEST(spreadRingGathersBySwappingASmallJob);
+  CPPUNIT_TEST(shortArrivalGetsTheFastTypeOverALongRunningJob);
   CPPUNIT_TEST(jobPlacedAgainKeepsItsCountedSize);
   CPPUNIT_TEST_SUITE_END();
 
@@ -507,6 +508,9 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       s.jobs = {late, grow};
       PlannerConfig cfg;
       cfg.fair_placement = weight;
+      // The charge alone: counted within the horizon, the grower's gain from the whole node is
+      // small enough that the floor stays on one node without it too.
+      cfg.placement_horizon = false;
       const Plan p = plan_checked(s, cfg);
       const JobPlan& lp = *p.find("late");
       const std::string what = "weight " + std::to_string(weight) + ": " + lp.reason;
@@ -563,6 +567,43 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_MESSAGE(what, !rp.resize);
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, moved);
       }
+    }
+  }
+  // PlannerConfig::placement_horizon. A resnet50 of 100 hours that asked for 4 GPUs runs on 2
+  // V100s and grows back to 4 as a 4-GPU one of 2.5 hours arrives; one node of 4 V100s and one
+  // of 4 K80s hold them. Counted to its end, the long job's gain on V100s is 100 hours of slower
+  // running and it takes them; counted within the lend horizon (1,800 s, and charged twice
+  // more for the share it is behind, FairPlacement) it is less than the short job's whole gain,
+  // and the short job gets them.
+  void shortArrivalGetsTheFastTypeOverALongRunningJob() {
+    const std::string model = "resnet50-b64";
+    ThroughputModel m(gavel());
+    const double fast = m.iters_per_s(model, "v100", 4);
+    CPPUNIT_ASSERT(fast > 2 * m.iters_per_s(model, "k80", 4));
+    for (bool horizon : {true, false}) {
+      Snapshot s;
+      s.now_s = 10000;
+      s.cluster.nodes = {Node{"v0", "v100", 4}, Node{"k0", "k80", 4}};
+      Job lng = job("long", model, 1, 4, 360000 * fast);
+      lng.requested_gpus = 4;
+      make_running(lng, plan_on({Placement{"v0", "v100", 2}}), 0);
+      Job shrt = job("short", model, 4, 4, 9000 * fast);
+      shrt.requested_gpus = 4;
+      shrt.submit_s = s.now_s;
+      s.jobs = {lng, shrt};
+      PlannerConfig cfg;
+      cfg.placement_horizon = horizon;
+      const Plan p = plan_checked(s, cfg);
+      const JobPlan& lp = *p.find("long");
+      const JobPlan& sp = *p.find("short");
+      const std::string what = std::string(horizon ? "horizon" : "to the end") + ": long " +
+                               lp.reason + "; short " + sp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, lp.runs && sp.runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lp.gpus);
+      const std::string short_on = sp.placement.front().gpu_type;
+      const std::string long_on = lp.placement.front().gpu_type;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(horizon ? "v100" : "k80"), short_on);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string(horizon ? "k80" : "v100"), long_on);
     }
   }
   // A job placed again to find it a faster type (replace_slower) keeps the size the count round

@@ -183,6 +183,13 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(r.planner.preempt);  // the default
     CPPUNIT_ASSERT(r.planner.tail_guard);
     CPPUNIT_ASSERT(!RingschedConf::parse("ProfileFiles=p.csv\nTailGuard=no\n", "x").planner.tail_guard);
+    CPPUNIT_ASSERT(r.planner.placement_horizon);
+    const std::string off = "ProfileFiles=p.csv\nPlacementHorizon=no\n";
+    CPPUNIT_ASSERT(!RingschedConf::parse(off, "x").planner.placement_horizon);
+    const std::string maybe = error_of([] {
+      RingschedConf::parse("ProfileFiles=p.csv\nPlacementHorizon=maybe\n", "ringsched.conf");
+    });
+    CPPUNIT_ASSERT_MESSAGE("PlacementHorizon=maybe: " + maybe, contains(maybe, "ringsched.conf:2"));
     // The lend horizon: the planner's default, a number of seconds, 0 (off); a bad one named.
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_horizon_s, r.planner.lend_horizon_s);
     CPPUNIT_ASSERT_EQUAL(600.0, RingschedConf::parse("ProfileFiles=p.csv\nLendHorizon=600\n", "x").planner.lend_horizon_s);
@@ -212,6 +219,8 @@ class SlurmConfTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_factor, ex.planner.late_factor);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.late_share, ex.planner.late_share);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.tail_guard, ex.planner.tail_guard);
+    CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.placement_horizon,
+                         ex.planner.placement_horizon);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_horizon_s, ex.planner.lend_horizon_s);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.lend_arrivals, ex.planner.lend_arrivals);
     CPPUNIT_ASSERT_EQUAL(ringsched::PlannerConfig{}.replace_slower, ex.planner.replace_slower);

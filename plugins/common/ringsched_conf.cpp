@@ -162,6 +162,8 @@ RingschedConf RingschedConf::parse(const std::string& text, const std::string& p
       c.planner.preempt = v.boolean();
     } else if (k == "tailguard") {
       c.planner.tail_guard = v.boolean();
+    } else if (k == "placementhorizon") {
+      c.planner.placement_horizon = v.boolean();
     } else if (k == "fairness") {
       c.planner.fairness = v.number(0, 1000);
     } else if (k == "latefactor") {
