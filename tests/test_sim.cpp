@@ -82,6 +82,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testUnknownPolicy);
   CPPUNIT_TEST(testCommandLine);
   CPPUNIT_TEST(testSweepScript);
+  CPPUNIT_TEST(testShippedClusterShapes);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -593,6 +594,34 @@ class SimTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 2, status);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "unknown family 'nope'"));
     CPPUNIT_ASSERT(access((d.path() + "/c").c_str(), F_OK) != 0);
+  }
+
+  // data/clusters: the shapes docs/combined-placement-horizon.md was measured on load as
+  // ringsim's clusters, with the GPUs and types data/clusters/README.md lists, and each starts
+  // with the header sweep.sh's --cluster requires.
+  void testShippedClusterShapes() {
+    struct Shape {
+      const char* file;
+      int gpus;
+      std::vector<std::string> types;
+    };
+    const std::vector<Shape> shapes = {
+        {"v100x8", 64, {"v100"}},           {"v100x2", 64, {"v100"}},
+        {"v100x4s32", 32, {"v100"}},        {"p100v100x4", 64, {"p100", "v100"}},
+        {"gmixsizes", 72, {"k80", "p100", "v100"}}, {"gavel128", 128, {"k80", "p100", "v100"}},
+        {"a100x4", 64, {"a100"}},           {"t4x8", 64, {"t4"}},
+        {"a100t4x8", 128, {"a100", "t4"}},  {"a100mix", 96, {"a100", "t4"}},
+        {"five8", 80, {"a100", "k80", "p100", "t4", "v100"}}};
+    for (const Shape& sh : shapes) {
+      const std::string path = repo_file(std::string("data/clusters/") + sh.file + ".csv");
+      const ringsched::Cluster c = ringsched::Cluster::load_csv(path);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(path, sh.gpus, c.total_gpus());
+      CPPUNIT_ASSERT_MESSAGE(path, sh.types == c.types());
+      std::ifstream in(path);
+      std::string header;
+      std::getline(in, header);
+      CPPUNIT_ASSERT_MESSAGE(path + ": " + header, header.rfind("node,gpu_type,gpus", 0) == 0);
+    }
   }
 };
 
