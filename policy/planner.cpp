@@ -452,11 +452,14 @@ Plan Planner::plan(const Snapshot& snap) const {
       pj.allow_mixed = config_.allow_mixed_types;
       pj.running = j.state == JobState::Running;
       pj.current = j.gpus_by_node;
-      // A running job's work counted only as far as the lend horizon (PlannerConfig::
-      // placement_horizon), but not a job placed again to find it a faster type.
+      // A running job's work counted only as far as its fastest type runs it within the lend
+      // horizon (PlannerConfig::placement_horizon), but not a job placed again to find it a
+      // faster type.
       if (config_.placement_horizon && pj.running && lend_horizon_s > 0 &&
-          slower_here[i].factor == 0)
-        pj.remaining = work_within_horizon(model, j, views[i].types, counts[i], lend_horizon_s);
+          slower_here[i].factor == 0) {
+        const double v = model.iters_per_s(j.model, views[i].best_type, counts[i]);
+        if (v > 0) pj.remaining = std::min(j.remaining, lend_horizon_s * v);
+      }
       if (over_nodes_whole > 0) over_nodes.push_back({pp.jobs.size(), over_nodes_whole});
       pp.jobs.push_back(pj);
       seed.push_back(counts[i]);

@@ -82,15 +82,6 @@ double floor_speed(const ThroughputModel& model, const std::string& name,
   return v;
 }
 
-double work_within_horizon(const ThroughputModel& model, const Job& job,
-                           const std::vector<std::string>& types, int gpus, double horizon_s) {
-  double v = 0;
-  for (const std::string& t : types)
-    if (model.knows(job.model, t))
-      v = std::max(v, model.iters_per_s(job.model, t, std::max(1, gpus)));
-  return v > 0 && horizon_s > 0 ? std::min(job.remaining, horizon_s * v) : job.remaining;
-}
-
 std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,
                                            const std::vector<std::string>& types, const FreeGpus& free,
                                            int lo, int floor, double speed) {

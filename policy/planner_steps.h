@@ -81,11 +81,6 @@ void set_from_placement(JobPlan& jp, const std::vector<Placement>& placement);
 double floor_speed(const ThroughputModel& model, const std::string& name,
                    const std::vector<std::string>& types, const FreeGpus& free, int floor);
 
-// The work the placement counts for a running job (PlannerConfig::placement_horizon): its
-// remaining iterations, but at most what its fastest type runs in `horizon_s` at `gpus` GPUs.
-double work_within_horizon(const ThroughputModel& model, const Job& job,
-                           const std::vector<std::string>& types, int gpus, double horizon_s);
-
 // The job's types on which some size from `lo` (doubling) up to `floor` with GPUs free runs
 // faster than `speed`.
 std::vector<std::string> types_faster_than(const ThroughputModel& model, const std::string& name,

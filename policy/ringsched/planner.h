@@ -144,10 +144,10 @@ struct PlannerConfig {
   // fairness 18.6) while long lm jobs kept the V100s, which came back after 517 s (phillyd on
   // K80, P100 and V100 nodes of 8, 4, 2 and 1 GPUs, L0.5 s27: max FTF 1.60x Tiresias's).
   // Measured (docs/combined-placement-horizon.md): sim/sweep.sh seeds 1-180 and --full (3,420)
-  // avg JCT -1.1% to -1.3% per set, restarts +1.4% to +3.4%, misses 2 -> 5 (max FTF at most
+  // avg JCT -1.1% to -1.4% per set, restarts +1.3% to +3.7%, misses 2 -> 5 (max FTF at most
   // 1.024x, p99 at most 1.014x Tiresias's); eleven held-out cluster shapes (2,280) avg JCT -0.5%
-  // to -3.4%, misses 16 -> 10, worst max FTF 1.601x -> 1.282x; Gavel's Philly trace --full
-  // -3.4% to -4.3%, restarts -13% to -47%, no miss.
+  // to -3.5%, misses 16 -> 10, worst max FTF 1.601x -> 1.282x; Gavel's Philly trace --full
+  // -3.4% to -5.0%, restarts -27% to -47%, no miss.
   // Jobs that start keep their whole work: counted within the horizon too, late jobs admitted
   // at their floor started below it (worst max FTF 1.617x Tiresias's on the shapes). A job
   // placed again to find it a faster type (replace_slower) keeps it too: Philly on K80 + V100
