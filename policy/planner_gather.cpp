@@ -22,6 +22,76 @@ std::map<std::string, int> by_node(const JobPlan& jp) {
   return m;
 }
 
+// Whether job i may be moved for another job's ring. A job that keeps its GPUs this round only as
+// 2b moves one; a running job that restarts anyway only if it may be moved at all (the plugin
+// would not move it).
+bool may_swap(const GatherPass& g, int i) {
+  if (g.frozen[i]) return g.movable(i) && !g.moved[i] && past_interval(g, i);
+  return g.snap.jobs[i].state != JobState::Running || g.movable(i);
+}
+
+// The jobs with GPUs on each node in the plan: those a node taken whole would move off.
+std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
+  std::vector<std::vector<int>> on_node(g.cluster.nodes.size());
+  for (size_t i = 0; i < g.plan.jobs.size(); ++i)
+    for (const Placement& p : g.plan.jobs[i].placement)
+      on_node[g.nodes.find(p.node)].push_back(static_cast<int>(i));
+  return on_node;
+}
+
+struct Move {
+  int job, to;  // the job, the node it moves to
+};
+
+// Whole jobs moved off a node (`on_it`: the jobs there; never `keep`) into `room` (node, GPUs it
+// takes) until `need` GPUs are free there: jobs that restart this round anyway first (a move
+// costs them nothing), then the largest (fewest restarts), each to the tightest room that holds
+// it. False where they do not free enough; `restarts`: the moved jobs that kept their GPUs.
+bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int need,
+               std::vector<std::pair<int, int>> room, std::vector<Move>& moves, int& restarts) {
+  std::vector<int> movers;
+  for (int k : on_it)
+    if (k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k)) movers.push_back(k);
+  std::sort(movers.begin(), movers.end(), [&](int x, int y) {
+    if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
+    if (g.plan.jobs[x].gpus != g.plan.jobs[y].gpus)
+      return g.plan.jobs[x].gpus > g.plan.jobs[y].gpus;
+    return x < y;
+  });
+  moves.clear();
+  restarts = 0;
+  for (int k : movers) {
+    if (need <= 0) break;
+    const int gk = g.plan.jobs[k].gpus;
+    int fit = -1;  // the tightest room that holds it whole
+    for (size_t b = 0; b < room.size(); ++b)
+      if (room[b].second >= gk && (fit < 0 || room[b].second < room[fit].second))
+        fit = static_cast<int>(b);
+    if (fit < 0) continue;
+    room[fit].second -= gk;
+    need -= gk;
+    moves.push_back({k, room[fit].first});
+    restarts += g.frozen[k] ? 1 : 0;
+  }
+  return need <= 0;
+}
+
+// Carries out `moves` off node `from` (whole jobs of `type`); `why` ends each one's reason.
+void apply_moves(GatherPass& g, int from, const std::vector<Move>& moves, const std::string& type,
+                 std::vector<std::vector<int>>& on_node, const std::string& why) {
+  for (const Move& m : moves) {
+    JobPlan& kp = g.plan.jobs[m.job];
+    g.free.take_at(from, -kp.gpus);
+    g.free.take_at(m.to, kp.gpus);
+    auto& was = on_node[from];
+    was.erase(std::remove(was.begin(), was.end(), m.job), was.end());
+    on_node[m.to].push_back(m.job);
+    set_from_placement(kp, {Placement{g.cluster.nodes[m.to].name, type, kp.gpus}});
+    if (g.frozen[m.job]) g.moved[m.job] = true;
+    kp.reason += "; moves to " + kp.placement.front().node + why;
+  }
+}
+
 }  // namespace
 
 void gather_onto_free_gpus(GatherPass& g) {
@@ -73,14 +143,6 @@ void gather_onto_free_gpus(GatherPass& g) {
 }
 
 void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
-  const int n = static_cast<int>(g.snap.jobs.size());
-  // A job that keeps its GPUs this round may be moved only as 2b moves one; a running job that
-  // restarts anyway only if it may be moved at all (the plugin would not move it).
-  auto kept_may_move = [&](int i) { return g.movable(i) && !g.moved[i] && past_interval(g, i); };
-  auto may_swap = [&](int i) {
-    return g.frozen[i] ? kept_may_move(i)
-                       : g.snap.jobs[i].state != JobState::Running || g.movable(i);
-  };
   // Spread jobs one of whose nodes could hold them whole, checked first: the steps below walk
   // the cluster and every placement (bench_planner's steady pass at 50,000 GPUs x 10,000 jobs,
   // 50 ms without this step: 64 ms when built for every spread job, 60-62 with this check).
@@ -88,7 +150,7 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   for (int i : order) {
     const JobPlan& jp = g.plan.jobs[i];
     if (!jp.runs || !g.views[i].known || jp.placement.size() < 2 || jp.gpus_by_type.size() != 1 ||
-        !may_swap(i))
+        !may_swap(g, i))
       continue;
     bool fits = false;
     for (const Placement& p : jp.placement)
@@ -96,18 +158,11 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
     if (fits) spread.push_back(i);
   }
   if (spread.empty()) return;
-  // The jobs with GPUs on each node in the plan: those a target node would move off.
-  std::vector<std::vector<int>> on_node(g.cluster.nodes.size());
-  for (int i = 0; i < n; ++i)
-    for (const Placement& p : g.plan.jobs[i].placement)
-      on_node[g.nodes.find(p.node)].push_back(i);
+  std::vector<std::vector<int>> on_node = jobs_on_nodes(g);
   std::vector<PlacementLocality::Job> lj;
   for (int i : spread) lj.push_back({g.snap.jobs[i].model, g.views[i].types});
   PlacementLocality locality(g.cluster, g.model, lj);
   const double c = g.costs.restart_s;
-  struct Move {
-    int job, to;
-  };
   for (size_t s = 0; s < spread.size(); ++s) {
     const int i = spread[s];
     JobPlan& jp = g.plan.jobs[i];  // never moved for another job: those are whole on one node
@@ -122,7 +177,6 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
     for (const auto& [target, here] : held) {
       const int a = g.nodes.find(target);
       if (g.cluster.nodes[a].usable() < jp.gpus) continue;
-      int need = jp.gpus - here - g.free.free(a);
       // Where the moved jobs go: the job's other nodes, each the GPUs it leaves and those free.
       std::vector<std::pair<int, int>> room;
       for (const auto& [node, gpus] : held)
@@ -130,33 +184,11 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
           const int b = g.nodes.find(node);
           room.emplace_back(b, gpus + g.free.free(b));
         }
-      // Jobs that restart this round anyway first (a move costs them nothing), then the largest:
-      // fewest restarts.
-      std::vector<int> movers;
-      for (int k : on_node[a])
-        if (k != i && g.plan.jobs[k].placement.size() == 1 && may_swap(k)) movers.push_back(k);
-      std::sort(movers.begin(), movers.end(), [&](int x, int y) {
-        if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
-        if (g.plan.jobs[x].gpus != g.plan.jobs[y].gpus)
-          return g.plan.jobs[x].gpus > g.plan.jobs[y].gpus;
-        return x < y;
-      });
       std::vector<Move> moves;
-      double cost = g.frozen[i] ? c : 0;
-      for (int k : movers) {
-        if (need <= 0) break;
-        const int gk = g.plan.jobs[k].gpus;
-        int fit = -1;  // the tightest room that holds it whole
-        for (size_t b = 0; b < room.size(); ++b)
-          if (room[b].second >= gk && (fit < 0 || room[b].second < room[fit].second))
-            fit = static_cast<int>(b);
-        if (fit < 0) continue;
-        room[fit].second -= gk;
-        need -= gk;
-        moves.push_back({k, room[fit].first});
-        if (g.frozen[k]) cost += c;
-      }
-      if (need > 0) continue;
+      int restarts = 0;
+      if (!moves_off(g, on_node[a], i, jp.gpus - here - g.free.free(a), room, moves, restarts))
+        continue;
+      const double cost = (restarts + (g.frozen[i] ? 1 : 0)) * c;
       const double f_one = locality.factor(static_cast<int>(s), {{target, jp.gpus}});
       const double net = j.remaining / (v * f_held) - j.remaining / (v * f_one) - cost;
       if (f_one > f_held && net > best_net) {
@@ -166,21 +198,11 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
       }
     }
     if (best_node < 0) continue;
-    const std::string& type = jp.gpus_by_type.begin()->first;
+    const std::string type = jp.gpus_by_type.begin()->first;
     const std::string& target = g.cluster.nodes[best_node].name;
     for (const Placement& p : jp.placement) g.free.take_at(g.nodes.find(p.node), -p.gpus);
-    for (const Move& m : best_moves) {
-      JobPlan& kp = g.plan.jobs[m.job];
-      g.free.take_at(best_node, -kp.gpus);
-      g.free.take_at(m.to, kp.gpus);
-      auto& was = on_node[best_node];
-      was.erase(std::remove(was.begin(), was.end(), m.job), was.end());
-      on_node[m.to].push_back(m.job);
-      set_from_placement(kp, {Placement{g.cluster.nodes[m.to].name, type, kp.gpus}});
-      if (g.frozen[m.job]) g.moved[m.job] = true;
-      kp.reason += "; moves to " + kp.placement.front().node + " so that " + j.id +
-                   " gathers on " + target;
-    }
+    apply_moves(g, best_node, best_moves, type, on_node,
+                " so that " + j.id + " gathers on " + target);
     for (const auto& [node, gpus] : held)
       if (node != target) {
         auto& was = on_node[g.nodes.find(node)];
@@ -192,6 +214,61 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
     jp.reason += "; gathers from " + std::to_string(held.size()) + " nodes on " + target + ", " +
                  std::to_string(best_moves.size()) + " jobs moved from there: the plan gains " +
                  std::to_string(static_cast<long>(best_net)) + " s";
+  }
+}
+
+void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
+                         const std::map<int, int>& whole) {
+  std::vector<int> short_of;  // run on one node below their whole size
+  for (int i : order) {
+    const auto w = whole.find(i);
+    const JobPlan& jp = g.plan.jobs[i];
+    if (w != whole.end() && jp.runs && g.views[i].known && jp.placement.size() == 1 &&
+        jp.gpus_by_type.size() == 1 && jp.gpus < w->second && may_swap(g, i))
+      short_of.push_back(i);
+  }
+  if (short_of.empty()) return;
+  std::vector<std::vector<int>> on_node = jobs_on_nodes(g);
+  // Per GPU type, its nodes with GPUs free: where moved jobs go. Built once per type (a walk of
+  // the cluster); a node filled since offers no room (its free GPUs are read at each use).
+  std::map<std::string, std::vector<int>> open_of_type;
+  const double c = g.costs.restart_s;
+  for (int i : short_of) {
+    JobPlan& jp = g.plan.jobs[i];
+    const Job& j = g.snap.jobs[i];
+    const int size = whole.at(i), was = jp.gpus;
+    const std::string type = jp.gpus_by_type.begin()->first;
+    const int a = g.nodes.find(jp.placement.front().node);
+    if (g.cluster.nodes[a].usable() < size) continue;
+    const double v_now = g.model.iters_per_s(j.model, type, was);
+    const double v_whole = g.model.iters_per_s(j.model, type, size);
+    if (!(v_now > 0) || !(v_whole > v_now)) continue;
+    const double gain = j.remaining / v_now - j.remaining / v_whole - (g.frozen[i] ? c : 0);
+    if (gain <= g.costs.min_gain_multiple * c) continue;
+    auto open = open_of_type.find(type);
+    if (open == open_of_type.end()) {
+      std::vector<int> nodes_free;
+      for (size_t b = 0; b < g.cluster.nodes.size(); ++b)
+        if (g.cluster.nodes[b].gpu_type == type && g.free.free(static_cast<int>(b)) > 0)
+          nodes_free.push_back(static_cast<int>(b));
+      open = open_of_type.emplace(type, std::move(nodes_free)).first;
+    }
+    std::vector<std::pair<int, int>> room;
+    for (int b : open->second)
+      if (b != a && g.free.free(b) > 0) room.emplace_back(b, g.free.free(b));
+    std::vector<Move> moves;
+    int restarts = 0;
+    if (!moves_off(g, on_node[a], i, size - was - g.free.free(a), room, moves, restarts)) continue;
+    const double net = gain - restarts * c;
+    if (net <= g.costs.min_gain_multiple * c) continue;
+    const std::string& node = g.cluster.nodes[a].name;
+    apply_moves(g, a, moves, type, on_node, " so that " + j.id + " runs whole on " + node);
+    g.free.take_at(a, size - was);
+    set_from_placement(jp, {Placement{node, type, size}});
+    if (g.frozen[i]) g.moved[i] = true;
+    jp.reason += "; grows " + std::to_string(was) + "->" + std::to_string(size) + " on " + node +
+                 ", " + std::to_string(moves.size()) + " jobs moved from there: the plan gains " +
+                 std::to_string(static_cast<long>(net)) + " s";
   }
 }
 

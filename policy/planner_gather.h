@@ -2,10 +2,12 @@
 // Internal to the planner (planner.cpp), combined only: a job whose ring the plan leaves spread
 // over several nodes of one GPU type is gathered where that pays -- onto GPUs nobody got this
 // round (step 2b), or onto one of its nodes by moving whole small jobs from there to the GPUs it
-// leaves on its other nodes (step 2d).
+// leaves on its other nodes (step 2d); a job run on one node below its size grows there the same
+// way (step 2e).
 #pragma once
 
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "planner_steps.h"
@@ -42,6 +44,15 @@ void gather_onto_free_gpus(GatherPass& g);
 // job itself if it would -- plus min_gain_multiple restarts; no kept job within min_interval_s of
 // its last resize, none that may not move. Jobs in `order` first.
 void gather_by_swaps(GatherPass& g, const std::vector<int>& order);
+
+// 2e. A job the plan runs on one node below its whole size (`whole`: job -> size; the fairness
+// floor that the GPUs one node had free capped) grows to it there where the other jobs on that
+// node (each whole on it) fit on other nodes' free GPUs of its type: they move, it grows. Done
+// where its faster ring gains more than the restarts it costs (one per moved job that would
+// otherwise keep its GPUs, one for the job itself if it would) plus min_gain_multiple restarts,
+// with 2d's limits on what moves. Jobs in `order` first.
+void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
+                         const std::map<int, int>& whole);
 
 }  // namespace planner_detail
 }  // namespace ringsched

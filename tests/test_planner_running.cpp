@@ -43,6 +43,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(farSlowerJobIsPlacedAgainWhileJobsWait);
   CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
   CPPUNIT_TEST(spreadRingGathersBySwappingASmallJob);
+  CPPUNIT_TEST(lateArrivalGrowsWholeBySwappingASmallJob);
   CPPUNIT_TEST(shortArrivalGetsTheFastTypeOverALongRunningJob);
   CPPUNIT_TEST(jobPlacedAgainKeepsItsCountedSize);
   CPPUNIT_TEST_SUITE_END();
@@ -567,6 +568,48 @@ class PlannerRunningTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_MESSAGE(what, !rp.resize);
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, moved);
       }
+    }
+  }
+  // Step 2e (planner_gather.h): two 8-GPU V100 nodes, each with a 4-GPU job on half of it; a
+  // recommendation job arrives that is admitted at 8 (late at less). No node has 8 free, so its
+  // floor is capped at 4 and the placement starts it on 4 beside one of them; moving that job to
+  // the other node's 4 free GPUs lets it run whole on one node. Not where the jobs beside it are
+  // within their minimum interval or may not be moved (fixed size, no preemption); plain doubling
+  // spreads it instead.
+  void lateArrivalGrowsWholeBySwappingASmallJob() {
+    enum Case { Grow, WithinInterval, Fixed, Doubling };
+    for (Case c : {Grow, WithinInterval, Fixed, Doubling}) {
+      Snapshot s;
+      s.now_s = 10000;
+      s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+      Job late = job("late", "recommendation-b4096", 1, 8, 4000);
+      late.requested_gpus = 8;
+      late.submit_s = s.now_s;
+      s.jobs = {late};
+      for (const char* node : {"v0", "v1"}) {
+        Job small = c == Fixed ? fixed_job(std::string("small-") + node, "resnet50-b64", 4, 1e6)
+                               : job(std::string("small-") + node, "resnet50-b64", 4, 4, 1e6);
+        make_running(small, plan_on({Placement{node, "v100", 4}}), c == WithinInterval ? 9900 : 0);
+        s.jobs.push_back(small);
+      }
+      const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
+      const JobPlan& lp = *p.find("late");
+      const std::string what = "case " + std::to_string(c) + ": " + lp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, lp.runs);
+      // Plain doubling spreads it over the two nodes' free GPUs.
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Doubling ? size_t{2} : size_t{1},
+                                   lp.placement.size());
+      int moved = 0;
+      for (const char* node : {"v0", "v1"}) {
+        const JobPlan& sp = *p.find(std::string("small-") + node);
+        const std::string small = what + " / " + sp.reason;
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(small, 4, sp.gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(small, sp.placement.front().node != node, sp.resize);
+        moved += sp.resize;
+      }
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow || c == Doubling ? 8 : 4, lp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow ? 1 : 0, moved);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow, contains(lp.reason, "grows 4->8 on"));
     }
   }
   // PlannerConfig::placement_horizon. A resnet50 of 100 hours that asked for 4 GPUs runs on 2
