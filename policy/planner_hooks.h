@@ -44,14 +44,15 @@ std::vector<char> hold_back_for_running(const std::vector<Job>& jobs, const std:
                                         const FreeGpus& free, bool preempt, PlacementResult& pr);
 
 // Two running jobs that the placement gave each other's GPUs per type (one 8 K80s -> 4, the
-// other 4 -> 8) get their placements exchanged back, where each may hold the other's: both keep
-// the shape they run at. The placement's sum of finish times gives the larger share to the job
-// with more work left, and that flips as the larger share works it down: on Gavel's Philly
-// trace two transformer jobs of weeks swapped every 600 s (682 restarts each in one run), with
-// the cluster's throughput the same either way. Only the allocations (nodes, types, totals) are
-// exchanged; speeds and finish times in `pr` stay as the placement valued them (the planner reads
-// the allocations). `now[k]`: GPUs per type job k holds (empty: not running). Returns the number
-// of pairs exchanged.
+// other 4 -> 8) get their placements exchanged back, where the count step counted them alike (or,
+// two jobs of one model counted apart, the exchange takes neither closer to its count) and each
+// may hold the other's: both keep the shape they run at. The placement's sum of finish times
+// gives the larger share to the job with more work left, and that flips as the larger share
+// works it down: on Gavel's Philly trace two transformer jobs of weeks swapped every 600 s (682
+// restarts each in one run), with the cluster's throughput the same either way. Only the
+// allocations (nodes, types, totals) are exchanged; speeds and finish times in `pr` stay as the
+// placement valued them (the planner reads the allocations). `now[k]`: GPUs per type job k holds
+// (empty: not running). Returns the number of pairs exchanged.
 int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& seed_counts,
                          const std::vector<std::map<std::string, int>>& now, PlacementResult& pr);
 

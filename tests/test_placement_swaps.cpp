@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Two running jobs that the placement gave each other's GPUs per type, though the count step
-// counted them alike, keep their own (policy/planner_hooks.h, undo_placement_swaps()): the swap
-// only moves the larger share to whichever job has more work left, and that flips back.
+// counted them alike (or, of one model, the exchange takes them no closer to their counts), keep
+// their own (policy/planner_hooks.h, undo_placement_swaps()): the swap only moves the larger
+// share to whichever job has more work left, and that flips back.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <map>
@@ -65,6 +66,12 @@ class PlacementSwapsTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT((s.pr.jobs[1].gpus_by_node == std::map<std::string, int>{{"k80-2", 4}}));
     CPPUNIT_ASSERT_EQUAL(8, s.pr.jobs[0].total);
     CPPUNIT_ASSERT_EQUAL(4, s.pr.jobs[1].gpus_by_type.at("k80"));
+    // Counted apart, a at its 8 and b to shrink to 2, but of one model: the exchange takes both
+    // further from their counts (a to 4, b to 8), so it is undone too.
+    Swap apart({{"k80-2", 4}}, {{"k80-1", 8}});
+    CPPUNIT_ASSERT_EQUAL(1, undo_placement_swaps(apart.pp, {8, 2}, apart.now, apart.pr));
+    CPPUNIT_ASSERT_EQUAL(8, apart.pr.jobs[0].total);
+    CPPUNIT_ASSERT_EQUAL(4, apart.pr.jobs[1].total);
   }
 
   void other_moves_stand() {
@@ -72,6 +79,12 @@ class PlacementSwapsTest : public CppUnit::TestFixture {
     Swap counted({{"k80-2", 4}}, {{"k80-1", 8}});
     CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(counted.pp, {4, 8}, counted.now, counted.pr));
     CPPUNIT_ASSERT_EQUAL(8, counted.pr.jobs[1].total);
+    // Counted apart as above, but of two models: their speeds on the two shapes differ, and the
+    // placement's exchange stands.
+    Swap models({{"k80-2", 4}}, {{"k80-1", 8}});
+    models.pp.jobs[1].model = "resnet50-b64";
+    CPPUNIT_ASSERT_EQUAL(0, undo_placement_swaps(models.pp, {8, 2}, models.now, models.pr));
+    CPPUNIT_ASSERT_EQUAL(8, models.pr.jobs[1].total);
     // a may no longer run on K80s (its allowed types narrowed to P100s): it cannot take back its
     // K80s, and nothing is exchanged.
     Swap narrowed({{"k80-2", 4}}, {{"k80-1", 8}});
