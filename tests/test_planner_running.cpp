@@ -25,6 +25,40 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
   return j;
 }
 
+// Two 8-GPU V100 nodes, v0 and v1, at 10,000 s: the cluster of steps 2d and 2e's tests.
+Snapshot two_v100_nodes() {
+  Snapshot s;
+  s.now_s = 10000;
+  s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+  return s;
+}
+
+// A 4-GPU resnet50 job on each of the 8-GPU nodes v0 and v1 (fixed size or elastic, resized at
+// `last_resize_s`): the small jobs steps 2d and 2e move.
+void add_small_jobs(Snapshot& s, bool fixed, double last_resize_s) {
+  for (const char* node : {"v0", "v1"}) {
+    const std::string id = std::string("small-") + node;
+    Job small = fixed ? fixed_job(id, "resnet50-b64", 4, 1e6) : job(id, "resnet50-b64", 4, 4, 1e6);
+    make_running(small, plan_on({Placement{node, "v100", 4}}), last_resize_s);
+    s.jobs.push_back(small);
+  }
+}
+
+// How many of add_small_jobs()'s jobs the plan moves; each keeps 4 GPUs on one node and is
+// resized exactly when it moves.
+int small_jobs_moved(const Plan& p, const std::string& what) {
+  int moved = 0;
+  for (const char* node : {"v0", "v1"}) {
+    const JobPlan& sp = *p.find(std::string("small-") + node);
+    const std::string small = what + " / " + sp.reason;
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(small, 4, sp.gpus);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(small, size_t{1}, sp.placement.size());
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(small, sp.placement.front().node != node, sp.resize);
+    moved += sp.resize;
+  }
+  return moved;
+}
+
 }  // namespace
 
 class PlannerRunningTest : public CppUnit::TestFixture {
@@ -534,31 +568,17 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   void spreadRingGathersBySwappingASmallJob() {
     enum Case { Swap, WithinInterval, Fixed, Doubling };
     for (Case c : {Swap, WithinInterval, Fixed, Doubling}) {
-      Snapshot s;
-      s.now_s = 10000;
-      s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+      Snapshot s = two_v100_nodes();
       Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
       ring.requested_gpus = 8;
       make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
       s.jobs = {ring};
-      for (const char* node : {"v0", "v1"}) {
-        Job small = c == Fixed ? fixed_job(std::string("small-") + node, "resnet50-b64", 4, 1e6)
-                               : job(std::string("small-") + node, "resnet50-b64", 4, 4, 1e6);
-        make_running(small, plan_on({Placement{node, "v100", 4}}), c == WithinInterval ? 9900 : 0);
-        s.jobs.push_back(small);
-      }
+      add_small_jobs(s, c == Fixed, c == WithinInterval ? 9900 : 0);
       const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
       const JobPlan& rp = *p.find("ring");
       const std::string what = "case " + std::to_string(c) + ": " + rp.reason;
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, rp.gpus);
-      int moved = 0;
-      for (const char* node : {"v0", "v1"}) {
-        const JobPlan& sp = *p.find(std::string("small-") + node);
-        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, 4, sp.gpus);
-        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, size_t{1}, sp.placement.size());
-        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + sp.reason, sp.placement.front().node != node, sp.resize);
-        moved += sp.resize;
-      }
+      const int moved = small_jobs_moved(p, what);
       if (c == Swap) {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{1}, rp.placement.size());
         CPPUNIT_ASSERT_MESSAGE(what, rp.resize && contains(rp.reason, "gathers from 2 nodes"));
@@ -579,19 +599,12 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   void lateArrivalGrowsWholeBySwappingASmallJob() {
     enum Case { Grow, WithinInterval, Fixed, Doubling };
     for (Case c : {Grow, WithinInterval, Fixed, Doubling}) {
-      Snapshot s;
-      s.now_s = 10000;
-      s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+      Snapshot s = two_v100_nodes();
       Job late = job("late", "recommendation-b4096", 1, 8, 4000);
       late.requested_gpus = 8;
       late.submit_s = s.now_s;
       s.jobs = {late};
-      for (const char* node : {"v0", "v1"}) {
-        Job small = c == Fixed ? fixed_job(std::string("small-") + node, "resnet50-b64", 4, 1e6)
-                               : job(std::string("small-") + node, "resnet50-b64", 4, 4, 1e6);
-        make_running(small, plan_on({Placement{node, "v100", 4}}), c == WithinInterval ? 9900 : 0);
-        s.jobs.push_back(small);
-      }
+      add_small_jobs(s, c == Fixed, c == WithinInterval ? 9900 : 0);
       const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
       const JobPlan& lp = *p.find("late");
       const std::string what = "case " + std::to_string(c) + ": " + lp.reason;
@@ -599,14 +612,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       // Plain doubling spreads it over the two nodes' free GPUs.
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Doubling ? size_t{2} : size_t{1},
                                    lp.placement.size());
-      int moved = 0;
-      for (const char* node : {"v0", "v1"}) {
-        const JobPlan& sp = *p.find(std::string("small-") + node);
-        const std::string small = what + " / " + sp.reason;
-        CPPUNIT_ASSERT_EQUAL_MESSAGE(small, 4, sp.gpus);
-        CPPUNIT_ASSERT_EQUAL_MESSAGE(small, sp.placement.front().node != node, sp.resize);
-        moved += sp.resize;
-      }
+      const int moved = small_jobs_moved(p, what);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow || c == Doubling ? 8 : 4, lp.gpus);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow ? 1 : 0, moved);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow, contains(lp.reason, "grows 4->8 on"));
