@@ -108,22 +108,20 @@ int undo_placement_swaps(const PlacementProblem& pp, const std::vector<int>& see
   for (size_t k = 0; k < n; ++k)
     if (pp.jobs[k].running && !now[k].empty() && pr.jobs[k].total > 0 && now[k] != pr.jobs[k].gpus_by_type)
       by_move[{now[k], pr.jobs[k].gpus_by_type}].push_back(k);
-  // Whether job k may hold `shape`: its types, its size range, mixed only if it may mix.
-  auto may_hold = [&](size_t k, const Shape& shape) {
-    const PlacementJob& job = pp.jobs[k];
-    int total = 0;
-    for (const auto& [t, g] : shape) {
-      total += g;
-      if (!job.allowed_types.empty() &&
-          std::find(job.allowed_types.begin(), job.allowed_types.end(), t) == job.allowed_types.end())
-        return false;
-    }
-    return total >= job.min_gpus && total <= job.max_gpus && (shape.size() <= 1 || job.allow_mixed);
-  };
   auto total = [](const Shape& shape) {
     int sum = 0;
     for (const auto& [t, g] : shape) sum += g;
     return sum;
+  };
+  // Whether job k may hold `shape`: its types, its size range, mixed only if it may mix.
+  auto may_hold = [&](size_t k, const Shape& shape) {
+    const PlacementJob& job = pp.jobs[k];
+    for (const auto& [t, g] : shape)
+      if (!job.allowed_types.empty() &&
+          std::find(job.allowed_types.begin(), job.allowed_types.end(), t) == job.allowed_types.end())
+        return false;
+    const int gpus = total(shape);
+    return gpus >= job.min_gpus && gpus <= job.max_gpus && (shape.size() <= 1 || job.allow_mixed);
   };
   // Whether the counts ask for the exchange: not where the jobs were counted alike, nor for two
   // of one model (the cluster's throughput is the same either way) whose totals now are at least
