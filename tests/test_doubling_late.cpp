@@ -3,7 +3,7 @@
 // (DoublingJob::admitted_late): it goes before the waiting jobs that are not starving. Step 3
 // does not shrink a running job within its request from a size where it finishes within its
 // fair share to one where it would not (DoublingRound::shrinks_into_late()), unless that keeps a
-// shorter job waiting.
+// shorter job waiting, or one that waiting would make later than the shrink makes it.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <string>
@@ -19,6 +19,7 @@ class DoublingLateTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(DoublingLateTest);
   CPPUNIT_TEST(a_late_running_job_is_not_stopped_by_an_arrival_that_is_not_late);
   CPPUNIT_TEST(a_job_on_track_is_not_shrunk_into_lateness);
+  CPPUNIT_TEST(a_hold_that_makes_the_waiting_job_later_is_refused);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -93,6 +94,38 @@ class DoublingLateTest : public CppUnit::TestFixture {
                 CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[1]);
               }
             });
+    }
+  }
+
+  // The "longer B" case above, B with a fair deadline too (keeps_later_waiting()). Held, A
+  // finishes at 4 in 2,000 s and B then runs 2,200 s on the 2 GPUs the plan gives it: 4,200 s.
+  // Shrunk, A is 2,135 - 2,050 = 85 s past its deadline. B's deadline 4,400 s: waiting costs it
+  // nothing, A is held. 4,000 s: waiting takes B 200 s past it, more than A's 85 s, and A shrinks.
+  void a_hold_that_makes_the_waiting_job_later_is_refused() {
+    auto linear = [](int n) { return static_cast<double>(n); };
+    auto flat = [](int n) { return n >= 4 ? 2.0 : n >= 2 ? 1.9 : 1.0; };
+    DoublingJob a = running(elastic(4000, 1, 4, flat), 4, -1e4);
+    a.requested = a.fair_max_gpus = 4;
+    for (double b_deadline_s : {4400.0, 4000.0}) {
+      DoublingJob b = elastic(4400, 1, 4, linear);
+      b.fair_time_s = b_deadline_s;
+      for_each_mark_and_starving(
+          a, b, 4, 0.0,
+          [](DoublingJob& j, bool on) {
+            if (!on) return;
+            j.fair_time_s = 2050;
+            j.type_set = 0;
+          },
+          [b_deadline_s](bool marked, bool, const DoublingResult& r, const std::string& what) {
+            const std::string w = "B's deadline " + std::to_string(b_deadline_s) + " " + what;
+            if (marked && b_deadline_s > 4200) {
+              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 4, r.gpus[0]);
+              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 0, r.gpus[1]);
+            } else {
+              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[0]);
+              CPPUNIT_ASSERT_EQUAL_MESSAGE(w, 2, r.gpus[1]);
+            }
+          });
     }
   }
 };
