@@ -157,8 +157,7 @@ DoublingResult DoublingRound::run_exact() {
                       !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
                         (shrinks_into_late(j, plan.gpus[j]) &&
-                         !keeps_shorter_waiting(plan, alt, j) &&
-                         !keeps_later_waiting(plan, alt, j))) &&
+                         !fair_hold_yields(plan, alt, j))) &&
                        !fair_grow(plan, j) && !starving_waits;
       if (!too_soon && !too_small) continue;
       // Interval violations first, then the smallest gain; ties by policy order.
@@ -235,8 +234,7 @@ DoublingResult DoublingRound::run_incremental() {
       bool starving_waits = starves(w, h) || (lends_with_lead(j) && keeps_arrival_waiting(w, h));
       bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
-                        (shrinks_into_late(j, w.gpus[j]) && !keeps_shorter_waiting(w, h) &&
-                         !keeps_later_waiting(w, h))) &&
+                        (shrinks_into_late(j, w.gpus[j]) && !fair_hold_yields(w, h))) &&
                        !fair_grow(w, j) && !starving_waits;
       if (!soon && !too_small) continue;
       pinned[j] = 1;

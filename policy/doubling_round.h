@@ -271,14 +271,24 @@ class DoublingRound {
   // from job to job round after round: on the 2,000-job burst restarts 3,324 -> 12,708 and max
   // FTF 70.6 -> 120.6. Not kept; docs/combined-sweep.md.)
   bool starves(const Assignment& plan, const Assignment& held, size_t j) const {
-    for (size_t k = 0; k < plan.gpus.size(); ++k)
-      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && starving_before(k, j)) return true;
-    return false;
+    return keeps_waiting(plan, held, [&](size_t k) { return starving_before(k, j); });
   }
   bool starves(const Assignment& plan, const Held& held) const {
+    const size_t j = static_cast<size_t>(held.job);
+    return keeps_waiting(plan, held, [&](size_t k) { return starving_before(k, j); });
+  }
+  // Whether the hold (a full re-plan `held`, or hold()'s repair) keeps waiting a job that the
+  // plan starts and for which which(k) holds: the one walk behind the rules below.
+  template <typename Which>
+  bool keeps_waiting(const Assignment& plan, const Assignment& held, Which which) const {
+    for (size_t k = 0; k < plan.gpus.size(); ++k)
+      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && which(k)) return true;
+    return false;
+  }
+  template <typename Which>
+  bool keeps_waiting(const Assignment& plan, const Held& held, Which which) const {
     for (const auto& [k, size] : held.sizes)
-      if (size == 0 && plan.gpus[k] > 0 && starving_before(static_cast<size_t>(k), held.job))
-        return true;
+      if (size == 0 && plan.gpus[k] > 0 && which(static_cast<size_t>(k))) return true;
     return false;
   }
 
@@ -295,15 +305,9 @@ class DoublingRound {
            costs_.restart_s + curves_.run_time(j, d.request()) <= d.alone_left_s;
   }
   // Whether the hold keeps a waiting job waiting that the plan starts.
-  bool keeps_arrival_waiting(const Assignment& plan, const Assignment& held) const {
-    for (size_t k = 0; k < plan.gpus.size(); ++k)
-      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && !curves_.job(k).running) return true;
-    return false;
-  }
-  bool keeps_arrival_waiting(const Assignment& plan, const Held& held) const {
-    for (const auto& [k, size] : held.sizes)
-      if (size == 0 && plan.gpus[k] > 0 && !curves_.job(k).running) return true;
-    return false;
+  template <typename HeldPlan>
+  bool keeps_arrival_waiting(const Assignment& plan, const HeldPlan& held) const {
+    return keeps_waiting(plan, held, [&](size_t k) { return !curves_.job(k).running; });
   }
 
   // Within the interval, whether holding lender j (DoublingJob::interval_yields) is refused:
@@ -357,65 +361,46 @@ class DoublingRound {
   // loses_within_request()) from a size where it finishes within its fair share to `size`,
   // where it would not (DoublingJob::fair_time_s, with the restart). Step 3 holds such a job
   // whatever the plan gains, unless the hold keeps a starving job or a shorter waiting job
-  // waiting (keeps_shorter_waiting()), or one it makes later than j (keeps_later_waiting()):
-  // the fairness pass grows it back as soon as GPUs free up, and the gain was never made. An
-  // ncf job that asked for 4 T4s went 4 -> 1 -> 4 -> 1 -> 4 for plan gains of 1,427 and
-  // 4,655 s (max finish-time fairness 1.184x Tiresias's, efd t4x4 L1 s109).
+  // waiting, or one it makes later than j (fair_hold_yields()): the fairness pass grows it back
+  // as soon as GPUs free up, and the gain was never made. An ncf job that asked for 4 T4s went
+  // 4 -> 1 -> 4 -> 1 -> 4 for plan gains of 1,427 and 4,655 s (max finish-time fairness 1.184x
+  // Tiresias's, efd t4x4 L1 s109).
   bool shrinks_into_late(size_t k, int size) const {
     const DoublingJob& d = curves_.job(k);
     if (loses_within_request(k, size) != Squeeze::Shrinks || !(d.fair_time_s < kInf)) return false;
     return curves_.run_time(k, d.current_gpus) <= d.fair_time_s &&
            costs_.restart_s + curves_.run_time(k, size) > d.fair_time_s;
   }
-  // Whether the hold keeps a waiting job waiting that the plan starts and that needs less time
-  // at its base size than j at its current one: then shrinks_into_late() holds nothing, for the
-  // waiting job's own fair share is as much at stake and it is the shorter (so it is for a
-  // starving job, starves()). Traced on itp01 a100t4x4 L2 s4 with links of 100 GB/s: a 64-GPU
+  // Whether shrinks_into_late()'s hold of j yields: it keeps waiting a job that the plan starts
+  // and that needs less time at its base size than j at its current one (shorter(): the waiting
+  // job's own fair share is as much at stake and it is the shorter, as for a starving job,
+  // starves()), or one it makes later past its fair deadline than the shrink makes j
+  // (later_than()). Shorter: traced on itp01 a100t4x4 L2 s4 with links of 100 GB/s, a 64-GPU
   // vgg16 on 32 A100s was held there for a plan gain of 49,763 s while a 5-hour job waited
   // 14,940 s, until it was itself late; doubling shrank vgg16, which still finished 267 s
-  // earlier (its GPUs came back).
-  bool keeps_shorter_waiting(const Assignment& plan, const Assignment& held, size_t j) const {
-    for (size_t k = 0; k < plan.gpus.size(); ++k)
-      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && !curves_.job(k).running && shorter(k, j))
-        return true;
-    return false;
+  // earlier (its GPUs came back). Later: two 64-GPU deepspeech2 jobs on 64 A100s (itp01
+  // a100t4x8 L0.5 s20); the one running was held at 64 for a plan gain of 32,638 s, 32 taking
+  // it past its fair deadline, while the other, longer at its base size, waited 21,113 s (JCT
+  // 41,039 s, 2.24 x its time alone). Shared 32 + 32, as the doubling does, they took 33,296 s
+  // and 20,484 s: avg JCT 1.027x doubling's -> 0.971x; -0.05% to -0.28% per set of seeds over
+  // sim/sweep.sh and the cluster shapes (docs/combined-later-waiting.md).
+  bool fair_hold_yields(const Assignment& plan, const Assignment& held, size_t j) const {
+    return keeps_waiting(plan, held, [&](size_t k) { return yields_to(plan, k, j); });
   }
-  bool keeps_shorter_waiting(const Assignment& plan, const Held& held) const {
-    for (const auto& [k, size] : held.sizes)
-      if (size == 0 && plan.gpus[k] > 0 && !curves_.job(k).running &&
-          shorter(static_cast<size_t>(k), static_cast<size_t>(held.job)))
-        return true;
-    return false;
-  }
-  // Whether the hold keeps waiting a job that the plan starts and that, started only once j
-  // finishes at its current size, would pass its own fair deadline (DoublingJob::fair_time_s) by
-  // more seconds than the shrink to j's planned size takes j past its own: then
-  // shrinks_into_late() holds nothing, for j's fair share would be bought with a later one.
-  // Two 64-GPU deepspeech2 jobs on 64 A100s (itp01 a100t4x8 L0.5 s20): the one running was held
-  // at 64 for a plan gain of 32,638 s, 32 taking it past its fair deadline; the other waited
-  // 21,113 s (JCT 41,039 s, 2.24 x its time alone). Shared 32 + 32, as the doubling does, they
-  // took 33,296 s and 20,484 s: avg JCT 1.027x doubling's -> 0.971x. Avg JCT -0.05% to -0.28%
-  // per set of seeds over sim/sweep.sh and the cluster shapes (docs/combined-later-waiting.md).
-  bool keeps_later_waiting(const Assignment& plan, const Assignment& held, size_t j) const {
-    for (size_t k = 0; k < plan.gpus.size(); ++k)
-      if (plan.gpus[k] > 0 && held.gpus[k] == 0 && later_than(k, plan.gpus[k], j, plan.gpus[j]))
-        return true;
-    return false;
-  }
-  bool keeps_later_waiting(const Assignment& plan, const Held& held) const {
+  bool fair_hold_yields(const Assignment& plan, const Held& held) const {
     const size_t j = static_cast<size_t>(held.job);
-    for (const auto& [k, size] : held.sizes)
-      if (size == 0 && plan.gpus[k] > 0 &&
-          later_than(static_cast<size_t>(k), plan.gpus[k], j, plan.gpus[j]))
-        return true;
-    return false;
+    return keeps_waiting(plan, held, [&](size_t k) { return yields_to(plan, k, j); });
+  }
+  bool yields_to(const Assignment& plan, size_t k, size_t j) const {
+    return !curves_.job(k).running &&
+           (shorter(k, j) || later_than(k, plan.gpus[k], j, plan.gpus[j]));
   }
   // Whether waiting job k, started at `k_size` once running job j ends at its current size,
   // would be later past its fair deadline than j would be past its own shrunk to `j_size` now.
   bool later_than(size_t k, int k_size, size_t j, int j_size) const {
     const DoublingJob& w = curves_.job(k);
     const DoublingJob& d = curves_.job(j);
-    if (w.running || !(w.fair_time_s < kInf)) return false;
+    if (!(w.fair_time_s < kInf)) return false;
     const double k_late =
         curves_.run_time(j, d.current_gpus) + curves_.run_time(k, k_size) - w.fair_time_s;
     const double j_late = costs_.restart_s + curves_.run_time(j, j_size) - d.fair_time_s;

@@ -425,7 +425,7 @@ Plan Planner::plan(const Snapshot& snap) const {
               types_faster_than(model, j.model, views[i].types, free_gpus, pj.min_gpus, floor / 2, v);
           if (faster.empty()) {
             pj.min_gpus = floor;
-            if (floor < std::min(counts[i], fair_floor[i])) floor_capped[i] = floor;
+            if (floor < whole) floor_capped[i] = floor;
           } else {
             pj.allowed_types = faster;
             floor_note[i] = "; no floor of " + std::to_string(floor) +

@@ -47,7 +47,7 @@ class DoublingLateTest : public CppUnit::TestFixture {
   // 4 GPUs. A runs on the 4 it asked for, resized long ago; B, first in the policy order,
   // waits. The plan shrinks A to 2 and starts B on 2. Marked (a fair deadline, on a numbered set
   // of types), A finishes in time at 4 and not at 2: held at 4 whatever the gain, and B waits --
-  // unless B is shorter at its base than A at 4 (keeps_shorter_waiting(); its own fair share is
+  // unless B is shorter at its base than A at 4 (fair_hold_yields(); its own fair share is
   // as much at stake), when A shrinks anyway, starving or not. A deadline it misses at 4 already
   // holds nothing: the plan's gain decides, as without a deadline.
   //   Longer B: A scales poorly (4,000 iterations: 2,000 s at 4, 2,105 s at 2), B linearly (4,400
@@ -97,10 +97,11 @@ class DoublingLateTest : public CppUnit::TestFixture {
     }
   }
 
-  // The "longer B" case above, B with a fair deadline too (keeps_later_waiting()). Held, A
-  // finishes at 4 in 2,000 s and B then runs 2,200 s on the 2 GPUs the plan gives it: 4,200 s.
-  // Shrunk, A is 2,135 - 2,050 = 85 s past its deadline. B's deadline 4,400 s: waiting costs it
-  // nothing, A is held. 4,000 s: waiting takes B 200 s past it, more than A's 85 s, and A shrinks.
+  // The "longer B" case above, B with a fair deadline too (later_than(), in fair_hold_yields()).
+  // Held, A finishes at 4 in 2,000 s and B then runs 2,200 s on the 2 GPUs the plan gives it:
+  // 4,200 s. Shrunk, A is 2,135 - 2,050 = 85 s past its deadline. B's deadline 4,400 s: waiting
+  // costs it nothing, A is held. 4,000 s: waiting takes B 200 s past it, more than A's 85 s, and
+  // A shrinks.
   void a_hold_that_makes_the_waiting_job_later_is_refused() {
     auto linear = [](int n) { return static_cast<double>(n); };
     auto flat = [](int n) { return n >= 4 ? 2.0 : n >= 2 ? 1.9 : 1.0; };
