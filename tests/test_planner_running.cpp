@@ -25,27 +25,31 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
   return j;
 }
 
-// Two 8-GPU V100 nodes, v0 and v1, at 10,000 s: the cluster of steps 2d and 2e's tests.
-Snapshot two_v100_nodes() {
-  Snapshot s;
-  s.now_s = 10000;
-  s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
-  return s;
-}
+// Steps 2d and 2e's setting: two 8-GPU V100 nodes, v0 and v1, at kSmallNow, each with a 4-GPU
+// resnet50 job on half of it (the small jobs the steps move): elastic and resized long ago
+// (Movable), resized 100 s ago (WithinInterval), or fixed-size (Fixed); planned with `j` under
+// combined, or under plain doubling (Doubling, small jobs as Movable).
+enum class Beside { Movable, WithinInterval, Fixed, Doubling };
+constexpr double kSmallNow = 10000;
 
-// A 4-GPU resnet50 job on each of the 8-GPU nodes v0 and v1 (fixed size or elastic, resized at
-// `last_resize_s`): the small jobs steps 2d and 2e move.
-void add_small_jobs(Snapshot& s, bool fixed, double last_resize_s) {
+Plan plan_beside_small_jobs(const Job& j, Beside b) {
+  Snapshot s;
+  s.now_s = kSmallNow;
+  s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
+  s.jobs = {j};
   for (const char* node : {"v0", "v1"}) {
     const std::string id = std::string("small-") + node;
-    Job small = fixed ? fixed_job(id, "resnet50-b64", 4, 1e6) : job(id, "resnet50-b64", 4, 4, 1e6);
-    make_running(small, plan_on({Placement{node, "v100", 4}}), last_resize_s);
+    Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, 1e6)
+                                   : job(id, "resnet50-b64", 4, 4, 1e6);
+    make_running(small, plan_on({Placement{node, "v100", 4}}),
+                 b == Beside::WithinInterval ? kSmallNow - 100 : 0);
     s.jobs.push_back(small);
   }
+  return plan_checked(s, b == Beside::Doubling ? Policy::Doubling : Policy::Combined);
 }
 
-// How many of add_small_jobs()'s jobs the plan moves; each keeps 4 GPUs on one node and is
-// resized exactly when it moves.
+// How many of plan_beside_small_jobs()'s small jobs the plan moves; each keeps 4 GPUs on one
+// node and is resized exactly when it moves.
 int small_jobs_moved(const Plan& p, const std::string& what) {
   int moved = 0;
   for (const char* node : {"v0", "v1"}) {
@@ -566,20 +570,16 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // for two restarts. Not where the resnet50 jobs are within their minimum interval, may not be
   // moved (fixed size, no preemption), or under plain doubling.
   void spreadRingGathersBySwappingASmallJob() {
-    enum Case { Swap, WithinInterval, Fixed, Doubling };
-    for (Case c : {Swap, WithinInterval, Fixed, Doubling}) {
-      Snapshot s = two_v100_nodes();
-      Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
-      ring.requested_gpus = 8;
-      make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
-      s.jobs = {ring};
-      add_small_jobs(s, c == Fixed, c == WithinInterval ? 9900 : 0);
-      const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
+    Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
+    ring.requested_gpus = 8;
+    make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
+    for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling}) {
+      const Plan p = plan_beside_small_jobs(ring, c);
       const JobPlan& rp = *p.find("ring");
-      const std::string what = "case " + std::to_string(c) + ": " + rp.reason;
+      const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + rp.reason;
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, rp.gpus);
       const int moved = small_jobs_moved(p, what);
-      if (c == Swap) {
+      if (c == Beside::Movable) {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{1}, rp.placement.size());
         CPPUNIT_ASSERT_MESSAGE(what, rp.resize && contains(rp.reason, "gathers from 2 nodes"));
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, moved);
@@ -597,25 +597,23 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // within their minimum interval or may not be moved (fixed size, no preemption); plain doubling
   // spreads it instead.
   void lateArrivalGrowsWholeBySwappingASmallJob() {
-    enum Case { Grow, WithinInterval, Fixed, Doubling };
-    for (Case c : {Grow, WithinInterval, Fixed, Doubling}) {
-      Snapshot s = two_v100_nodes();
-      Job late = job("late", "recommendation-b4096", 1, 8, 4000);
-      late.requested_gpus = 8;
-      late.submit_s = s.now_s;
-      s.jobs = {late};
-      add_small_jobs(s, c == Fixed, c == WithinInterval ? 9900 : 0);
-      const Plan p = plan_checked(s, c == Doubling ? Policy::Doubling : Policy::Combined);
+    Job late = job("late", "recommendation-b4096", 1, 8, 4000);
+    late.requested_gpus = 8;
+    late.submit_s = kSmallNow;
+    for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling}) {
+      const Plan p = plan_beside_small_jobs(late, c);
       const JobPlan& lp = *p.find("late");
-      const std::string what = "case " + std::to_string(c) + ": " + lp.reason;
+      const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + lp.reason;
       CPPUNIT_ASSERT_MESSAGE(what, lp.runs);
       // Plain doubling spreads it over the two nodes' free GPUs.
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Doubling ? size_t{2} : size_t{1},
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Beside::Doubling ? size_t{2} : size_t{1},
                                    lp.placement.size());
       const int moved = small_jobs_moved(p, what);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow || c == Doubling ? 8 : 4, lp.gpus);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow ? 1 : 0, moved);
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Grow, contains(lp.reason, "grows 4->8 on"));
+      const bool grows = c == Beside::Movable || c == Beside::Doubling;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, grows ? 8 : 4, lp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Beside::Movable ? 1 : 0, moved);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Beside::Movable,
+                                   contains(lp.reason, "grows 4->8 on"));
     }
   }
   // PlannerConfig::placement_horizon. A resnet50 of 100 hours that asked for 4 GPUs runs on 2
