@@ -650,7 +650,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   std::vector<bool> moved(n, false);  // by 2b, 2c or 2d: a restart at the same count
   const std::function<bool(int)> may_move = movable;
   GatherPass gather{cluster, model, nodes, snap, views, config_.costs, frozen, may_move,
-                    free_gpus, plan, moved};
+                    free_gpus, plan, moved, config_.power_of_two};
   if (config_.policy == Policy::Combined) gather_onto_free_gpus(gather);
 
   // 2c. Combined: likewise a running job that keeps its count keeps its GPU type above, even one
@@ -719,7 +719,9 @@ Plan Planner::plan(const Snapshot& snap) const {
   // another node had 4 free, and grew with a restart: 732 s (phillyd v100x8 L0.5 s8); now 517 s.
   // On the eleven shapes of data/clusters/ (seeds 1-40), misses 10 -> 8 and avg JCT -0.6% to
   // +0.2% per family and ten seeds; on seeds 41-50, not used to make it, the same misses and
-  // -0.1% to +0.1% (docs/combined-grow-whole.md).
+  // -0.1% to +0.1% (docs/combined-grow-whole.md). Where that node cannot be cleared, it grows on
+  // another node of its type, the jobs there moved and lenders shrunk towards their requests
+  // (the recall; docs/combined-recall.md).
   if (config_.policy == Policy::Combined && !floor_capped.empty()) {
     std::map<int, int> whole;  // the size each capped job's floor asked for
     for (const auto& [i, floor] : floor_capped) whole[i] = std::min(counts[i], fair_floor[i]);

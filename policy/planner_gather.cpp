@@ -40,15 +40,24 @@ std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
 }
 
 struct Move {
-  int job, to;  // the job, the node it moves to
+  int job, to, gpus;  // the job, the node it moves to, its size there
 };
+
+// The GPUs job k holds in the plan above the size it asked for (requested_size(): 0 if none).
+int lent_gpus(const GatherPass& g, int k) {
+  return std::max(0, g.plan.jobs[k].gpus - requested_size(g.snap.jobs[k], g.views[k], g.power_of_two));
+}
 
 // Whole jobs moved off a node (`on_it`: the jobs there; never `keep`) into `room` (node, GPUs it
 // takes) until `need` GPUs are free there: jobs that restart this round anyway first (a move
 // costs them nothing), then the largest (fewest restarts), each to the tightest room that holds
-// it. False where they do not free enough; `restarts`: the moved jobs that kept their GPUs.
+// it. With `recall`, a job the room does not hold whole that holds lent GPUs (lent_gpus()) moves
+// at the largest smaller size down to its request that the room holds (a ring size with
+// power_of_two). False where they do not free enough; `restarts`: the moved jobs that kept their
+// GPUs.
 bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int need,
-               std::vector<std::pair<int, int>> room, std::vector<Move>& moves, int& restarts) {
+               std::vector<std::pair<int, int>> room, bool recall, std::vector<Move>& moves,
+               int& restarts) {
   std::vector<int> movers;
   for (int k : on_it)
     if (k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k)) movers.push_back(k);
@@ -63,32 +72,42 @@ bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int
   for (int k : movers) {
     if (need <= 0) break;
     const int gk = g.plan.jobs[k].gpus;
-    int fit = -1;  // the tightest room that holds it whole
-    for (size_t b = 0; b < room.size(); ++b)
-      if (room[b].second >= gk && (fit < 0 || room[b].second < room[fit].second))
-        fit = static_cast<int>(b);
+    const int least = recall ? gk - lent_gpus(g, k) : gk;
+    int fit = -1, size = 0;  // the tightest room that holds it at the largest size it may take
+    for (int at = gk; fit < 0 && at >= least && at > 0; at = g.power_of_two ? at / 2 : at - 1) {
+      for (size_t b = 0; b < room.size(); ++b)
+        if (room[b].second >= at && (fit < 0 || room[b].second < room[fit].second))
+          fit = static_cast<int>(b);
+      size = at;
+    }
     if (fit < 0) continue;
-    room[fit].second -= gk;
+    room[fit].second -= size;
     need -= gk;
-    moves.push_back({k, room[fit].first});
+    moves.push_back({k, room[fit].first, size});
     restarts += g.frozen[k] ? 1 : 0;
   }
   return need <= 0;
 }
 
-// Carries out `moves` off node `from` (whole jobs of `type`); `why` ends each one's reason.
+// Carries out `moves` off node `from` (jobs of `type`, whole there); `why` ends each one's reason.
 void apply_moves(GatherPass& g, int from, const std::vector<Move>& moves, const std::string& type,
                  std::vector<std::vector<int>>& on_node, const std::string& why) {
   for (const Move& m : moves) {
     JobPlan& kp = g.plan.jobs[m.job];
-    g.free.take_at(from, -kp.gpus);
-    g.free.take_at(m.to, kp.gpus);
+    const int held = kp.gpus;
+    g.free.take_at(from, -held);
+    g.free.take_at(m.to, m.gpus);
     auto& was = on_node[from];
     was.erase(std::remove(was.begin(), was.end(), m.job), was.end());
     on_node[m.to].push_back(m.job);
-    set_from_placement(kp, {Placement{g.cluster.nodes[m.to].name, type, kp.gpus}});
+    set_from_placement(kp, {Placement{g.cluster.nodes[m.to].name, type, m.gpus}});
     if (g.frozen[m.job]) g.moved[m.job] = true;
-    kp.reason += "; moves to " + kp.placement.front().node + why;
+    kp.reason += "; " +
+                 (m.gpus < held ? "gives back " + std::to_string(held - m.gpus) +
+                                      " lent GPUs (" + std::to_string(held) + "->" +
+                                      std::to_string(m.gpus) + ") and "
+                                : std::string()) +
+                 "moves to " + kp.placement.front().node + why;
   }
 }
 
@@ -186,7 +205,8 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
         }
       std::vector<Move> moves;
       int restarts = 0;
-      if (!moves_off(g, on_node[a], i, jp.gpus - here - g.free.free(a), room, moves, restarts))
+      if (!moves_off(g, on_node[a], i, jp.gpus - here - g.free.free(a), room, false, moves,
+                     restarts))
         continue;
       const double cost = (restarts + (g.frozen[i] ? 1 : 0)) * c;
       const double f_one = locality.factor(static_cast<int>(s), {{target, jp.gpus}});
@@ -217,6 +237,45 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
   }
 }
 
+namespace {
+
+// Where 2e grows a job: the node, the moves that make room there, what the plan gains net of
+// their restarts, and the lent GPUs they take back.
+struct GrowTarget {
+  int node = -1;
+  std::vector<Move> moves;
+  double net = 0;
+  int recalled = 0;
+};
+
+// Room for job i (`was` GPUs on node a) to grow to `size` on node t: the jobs there moved into
+// `open` (nodes of its type with GPUs free) and, where t is another node, the GPUs i leaves on a.
+// Fills `out` where that frees enough and gains more than `out.net` already holds.
+void try_target(const GatherPass& g, const std::vector<std::vector<int>>& on_node, int i, int a,
+                int was, int size, int t, const std::vector<int>& open, bool recall, double gain,
+                GrowTarget& out) {
+  const int need = size - g.free.free(t) - (t == a ? was : 0);
+  if (need <= 0) return;
+  std::vector<std::pair<int, int>> room;
+  for (int b : open)
+    if (b != t && b != a && g.free.free(b) > 0) room.emplace_back(b, g.free.free(b));
+  if (t != a && g.free.free(a) + was > 0) room.emplace_back(a, g.free.free(a) + was);
+  GrowTarget cand;
+  int restarts = 0;
+  if (!moves_off(g, on_node[t], i, need, room, recall, cand.moves, restarts)) return;
+  cand.node = t;
+  cand.net = gain - restarts * g.costs.restart_s;
+  for (const Move& m : cand.moves) cand.recalled += g.plan.jobs[m.job].gpus - m.gpus;
+  if (cand.net > out.net || (cand.net == out.net && out.node >= 0 && cand.recalled < out.recalled))
+    out = std::move(cand);
+}
+
+// At most this many nodes a recall weighs per job (each a walk of the type's open nodes): a
+// 6,000-node cluster in a burst has hundreds of capped jobs.
+constexpr int kRecallTargets = 64;
+
+}  // namespace
+
 void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
                          const std::map<int, int>& whole) {
   std::vector<int> short_of;  // run on one node below their whole size
@@ -229,9 +288,10 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
   }
   if (short_of.empty()) return;
   std::vector<std::vector<int>> on_node = jobs_on_nodes(g);
-  // Per GPU type, its nodes with GPUs free: where moved jobs go. Built once per type (a walk of
-  // the cluster); a node filled since offers no room (its free GPUs are read at each use).
-  std::map<std::string, std::vector<int>> open_of_type;
+  // Per GPU type, its nodes with GPUs free (where moved jobs go) and all its nodes (where a
+  // recall may grow a job). Built once per type (a walk of the cluster); a node filled since
+  // offers no room (its free GPUs are read at each use).
+  std::map<std::string, std::vector<int>> open_of_type, nodes_of_type;
   const double c = g.costs.restart_s;
   for (int i : short_of) {
     JobPlan& jp = g.plan.jobs[i];
@@ -239,7 +299,6 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
     const int size = whole.at(i), was = jp.gpus;
     const std::string type = jp.gpus_by_type.begin()->first;
     const int a = g.nodes.find(jp.placement.front().node);
-    if (g.cluster.nodes[a].usable() < size) continue;
     const double v_now = g.model.iters_per_s(j.model, type, was);
     const double v_whole = g.model.iters_per_s(j.model, type, size);
     if (!(v_now > 0) || !(v_whole > v_now)) continue;
@@ -247,28 +306,57 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
     if (gain <= g.costs.min_gain_multiple * c) continue;
     auto open = open_of_type.find(type);
     if (open == open_of_type.end()) {
-      std::vector<int> nodes_free;
+      std::vector<int> of_type, nodes_free;
       for (size_t b = 0; b < g.cluster.nodes.size(); ++b)
-        if (g.cluster.nodes[b].gpu_type == type && g.free.free(static_cast<int>(b)) > 0)
-          nodes_free.push_back(static_cast<int>(b));
+        if (g.cluster.nodes[b].gpu_type == type) {
+          of_type.push_back(static_cast<int>(b));
+          if (g.free.free(static_cast<int>(b)) > 0) nodes_free.push_back(static_cast<int>(b));
+        }
+      nodes_of_type.emplace(type, std::move(of_type));
       open = open_of_type.emplace(type, std::move(nodes_free)).first;
     }
-    std::vector<std::pair<int, int>> room;
-    for (int b : open->second)
-      if (b != a && g.free.free(b) > 0) room.emplace_back(b, g.free.free(b));
-    std::vector<Move> moves;
-    int restarts = 0;
-    if (!moves_off(g, on_node[a], i, size - was - g.free.free(a), room, moves, restarts)) continue;
-    const double net = gain - restarts * c;
-    if (net <= g.costs.min_gain_multiple * c) continue;
-    const std::string& node = g.cluster.nodes[a].name;
-    apply_moves(g, a, moves, type, on_node, " so that " + j.id + " runs whole on " + node);
-    g.free.take_at(a, size - was);
+    // Its own node first, its neighbours moved whole (no move for it).
+    GrowTarget best;
+    best.net = g.costs.min_gain_multiple * c;
+    if (g.cluster.nodes[a].usable() >= size)
+      try_target(g, on_node, i, a, was, size, a, open->second, false, gain, best);
+    // Else the recall: lent GPUs come back for a job short of its floor, as they do for a job
+    // within its request that a plan would stop (DoublingRound::release_lender()). Any node of its
+    // type that holds it whole, the jobs there moved, a lender at fewer GPUs where the room holds
+    // it no other way; it moves there if that is not its node. A transformer admitted late at 8
+    // on 8-GPU V100 nodes started at 4 beside a 4-GPU job, every node full, while a job that
+    // asked for 1 held a whole node: it ran at 4 for 1,650 s, FTF 1.51 (phillyd v100x8 L0.5 s8,
+    // max FTF 1.368x Tiresias's); now 8 on that node and the lender 4 on the GPUs it left
+    // (docs/combined-recall.md).
+    if (best.node < 0) {
+      int tried = 0;
+      for (int t : nodes_of_type.at(type)) {
+        if (g.cluster.nodes[t].usable() < size) continue;
+        int movable = g.free.free(t) + (t == a ? was : 0);  // cheap bound: what could be freed
+        for (int k : on_node[t])
+          if (k != i && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k))
+            movable += g.plan.jobs[k].gpus;
+        if (movable < size) continue;
+        if (++tried > kRecallTargets) break;
+        try_target(g, on_node, i, a, was, size, t, open->second, true, gain, best);
+      }
+    }
+    if (best.node < 0) continue;
+    const int t = best.node;
+    const std::string& node = g.cluster.nodes[t].name;
+    g.free.take_at(a, -was);
+    auto& at_a = on_node[a];
+    at_a.erase(std::remove(at_a.begin(), at_a.end(), i), at_a.end());
+    apply_moves(g, t, best.moves, type, on_node, " so that " + j.id + " runs whole on " + node);
+    g.free.take_at(t, size);
+    on_node[t].push_back(i);
     set_from_placement(jp, {Placement{node, type, size}});
     if (g.frozen[i]) g.moved[i] = true;
     jp.reason += "; grows " + std::to_string(was) + "->" + std::to_string(size) + " on " + node +
-                 ", " + std::to_string(moves.size()) + " jobs moved from there: the plan gains " +
-                 std::to_string(static_cast<long>(net)) + " s";
+                 ", " + std::to_string(best.moves.size()) + " jobs moved from there" +
+                 (best.recalled > 0 ? " (" + std::to_string(best.recalled) + " lent GPUs back)"
+                                    : std::string()) +
+                 ": the plan gains " + std::to_string(static_cast<long>(best.net)) + " s";
   }
 }
 

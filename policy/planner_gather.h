@@ -3,7 +3,7 @@
 // over several nodes of one GPU type is gathered where that pays -- onto GPUs nobody got this
 // round (step 2b), or onto one of its nodes by moving whole small jobs from there to the GPUs it
 // leaves on its other nodes (step 2d); a job run on one node below its size grows there the same
-// way (step 2e).
+// way, or on another node whose jobs move off, lent GPUs recalled (step 2e).
 #pragma once
 
 #include <functional>
@@ -30,6 +30,7 @@ struct GatherPass {
   FreeGpus& free;
   Plan& plan;
   std::vector<bool>& moved;
+  bool power_of_two = true;  // PlannerConfig::power_of_two: ring sizes a recall may shrink to
 };
 
 // 2b. A kept job spread over more nodes than it needs (grown while only scattered GPUs were
@@ -47,10 +48,14 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order);
 
 // 2e. A job the plan runs on one node below its whole size (`whole`: job -> size; the fairness
 // floor that the GPUs one node had free capped) grows to it there where the other jobs on that
-// node (each whole on it) fit on other nodes' free GPUs of its type: they move, it grows. Done
-// where its faster ring gains more than the restarts it costs (one per moved job that would
-// otherwise keep its GPUs, one for the job itself if it would) plus min_gain_multiple restarts,
-// with 2d's limits on what moves. Jobs in `order` first.
+// node (each whole on it) fit on other nodes' free GPUs of its type: they move, it grows. Else
+// the recall: it grows on the node of its type where that pays most, the jobs there moved to
+// other nodes' free GPUs and to those it leaves, a job holding GPUs above its request (lent) at
+// fewer, down to its request, where the room holds it no other way. Done where its faster ring
+// gains more than the restarts it costs (one per moved job that would otherwise keep its GPUs,
+// one for the job itself if it would) plus min_gain_multiple restarts, with 2d's limits on what
+// moves; the lent GPUs a recall takes back are not charged (they come back to a job short of
+// its fair share). Jobs in `order` first.
 void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
                          const std::map<int, int>& whole);
 

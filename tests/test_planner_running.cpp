@@ -82,6 +82,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(lateFloorIsKeptOnOneNode);
   CPPUNIT_TEST(spreadRingGathersBySwappingASmallJob);
   CPPUNIT_TEST(lateArrivalGrowsWholeBySwappingASmallJob);
+  CPPUNIT_TEST(lateArrivalGetsALendersNodeBack);
   CPPUNIT_TEST(shortArrivalGetsTheFastTypeOverALongRunningJob);
   CPPUNIT_TEST(jobPlacedAgainKeepsItsCountedSize);
   CPPUNIT_TEST_SUITE_END();
@@ -614,6 +615,57 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Beside::Movable ? 1 : 0, moved);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c == Beside::Movable,
                                    contains(lp.reason, "grows 4->8 on"));
+    }
+  }
+  // Step 2e's recall (planner_gather.h): eight 8-GPU V100 nodes, four full of 8-GPU jobs within
+  // their interval, three with a 4-GPU job within its interval and a job that asked for 1 on 4,
+  // and one held whole by a transformer that asked for 1 (a lender). A transformer arrives that
+  // is admitted at 8; the count round shrinks the three small lenders, whose GPUs lie 4 to a
+  // node, so its floor is capped at 4 and no job beside it may move. The lender on the whole
+  // node gives back half its GPUs and moves to the 4 the arrival leaves: it runs 8 on one node.
+  // Not where the lender is within its own interval.
+  void lateArrivalGetsALendersNodeBack() {
+    for (bool lender_may_move : {true, false}) {
+      Snapshot s;
+      s.now_s = kSmallNow;
+      auto add = [&](const std::string& id, const std::string& model, int request, int max,
+                     double remaining, const std::string& node, int gpus, double resized) {
+        Job j = job(id, model, 1, max, remaining);
+        j.requested_gpus = request;
+        j.submit_s = s.now_s - 600;
+        make_running(j, plan_on({Placement{node, "v100", gpus}}), resized);
+        s.jobs.push_back(j);
+      };
+      for (int k = 0; k < 8; ++k) s.cluster.nodes.push_back(Node{"v" + std::to_string(k), "v100", 8});
+      add("lender", "transformer-b32", 1, 8, 224851, "v0", 8, lender_may_move ? 0 : s.now_s - 100);
+      for (const char* node : {"v1", "v2", "v3"}) {
+        add(std::string("small-") + node, "resnet50-b64", 4, 4, 1e6, node, 4, s.now_s - 100);
+        add(std::string("lent-") + node, "resnet50-b16", 1, 8, 1e6, node, 4, 0);
+      }
+      for (const char* node : {"v4", "v5", "v6", "v7"})
+        add(std::string("full-") + node, "resnet50-b64", 8, 8, 1e6, node, 8, s.now_s - 100);
+      Job late = job("late", "transformer-b64", 1, 8, 99763);
+      late.requested_gpus = 8;
+      late.submit_s = s.now_s;
+      s.jobs.push_back(late);
+      const Plan p = plan_checked(s, Policy::Combined);
+      const JobPlan& lp = *p.find("late");
+      const JobPlan& lender = *p.find("lender");
+      const std::string what = std::string(lender_may_move ? "may move" : "within its interval") +
+                               ": " + lp.reason + " / lender: " + lender.reason;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{1}, lp.placement.size());
+      if (lender_may_move) {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lp.gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v0"), lp.placement.front().node);
+        CPPUNIT_ASSERT_MESSAGE(what, contains(lp.reason, "(4 lent GPUs back)"));
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lender.gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, lender.resize && lender.placement.front().node != "v0");
+        CPPUNIT_ASSERT_MESSAGE(what, contains(lender.reason, "gives back 4 lent GPUs (8->4)"));
+      } else {
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, lp.gpus);
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, lender.gpus);
+        CPPUNIT_ASSERT_MESSAGE(what, !lender.resize);
+      }
     }
   }
   // PlannerConfig::placement_horizon. A resnet50 of 100 hours that asked for 4 GPUs runs on 2
