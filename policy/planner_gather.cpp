@@ -39,6 +39,12 @@ std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
   return on_node;
 }
 
+// Whether job k, not `keep`, may be moved off its node for another job: whole on that node, and
+// may_swap(). The movers of moves_off(), and what the recall's cheap bound counts.
+bool moves_whole(const GatherPass& g, int k, int keep) {
+  return k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k);
+}
+
 struct Move {
   int job, to, gpus;  // the job, the node it moves to, its size there
 };
@@ -60,7 +66,7 @@ bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int
                int& restarts) {
   std::vector<int> movers;
   for (int k : on_it)
-    if (k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k)) movers.push_back(k);
+    if (moves_whole(g, k, keep)) movers.push_back(k);
   std::sort(movers.begin(), movers.end(), [&](int x, int y) {
     if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
     if (g.plan.jobs[x].gpus != g.plan.jobs[y].gpus)
@@ -334,8 +340,7 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
         if (g.cluster.nodes[t].usable() < size) continue;
         int movable = g.free.free(t) + (t == a ? was : 0);  // cheap bound: what could be freed
         for (int k : on_node[t])
-          if (k != i && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k))
-            movable += g.plan.jobs[k].gpus;
+          if (moves_whole(g, k, i)) movable += g.plan.jobs[k].gpus;
         if (movable < size) continue;
         if (++tried > kRecallTargets) break;
         try_target(g, on_node, i, a, was, size, t, open->second, true, gain, best);
