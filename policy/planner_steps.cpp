@@ -237,12 +237,19 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
   for (const Node& nd : nodes.cluster.nodes) usable_of_type[type_position(types, nd.gpu_type)] += nd.usable();
   std::vector<uint64_t> mask(n, 0);
   std::map<uint64_t, long> demand_of_mask;  // GPUs counted for the jobs of each set of types
+  // Running jobs planned at their size that hold GPUs of several types: (mask, GPUs per type).
+  std::vector<std::pair<uint64_t, std::vector<long>>> kept_mixed;
   for (size_t i = 0; i < n; ++i) {
     const Job& j = snap.jobs[i];
     if (counts[i] > 0 && j.state == JobState::Running && counts[i] == j.current_gpus &&
         !j.gpus_by_node.empty()) {
+      std::vector<long> held(nt, 0);
       for (const auto& [t, g] : current_by_type(j, nodes))
-        if (g > 0) mask[i] |= uint64_t{1} << type_position(types, t);
+        if (g > 0) {
+          mask[i] |= uint64_t{1} << type_position(types, t);
+          held[type_position(types, t)] += g;
+        }
+      if (__builtin_popcountll(mask[i]) > 1) kept_mixed.emplace_back(mask[i], std::move(held));
     } else {
       for (const std::string& t : views[i].types) mask[i] |= uint64_t{1} << type_position(types, t);
     }
@@ -269,6 +276,12 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
       if ((m & ~s) == 0) demand += d;
     for (size_t p = 0; p < nt; ++p)
       if (s >> p & 1) cap += usable_of_type[p];
+    // A job kept on types of S and others keeps its GPUs of S too, though it counts in a larger
+    // set's round: they are not S's to plan.
+    for (const auto& [m, held] : kept_mixed)
+      if ((m & s) != 0 && (m & ~s) != 0)
+        for (size_t p = 0; p < nt; ++p)
+          if (s >> p & 1) cap -= held[p];
     if (demand <= cap) continue;
     std::vector<int> members;
     long left = cap;  // what the jobs of smaller sets planned already leave

@@ -220,7 +220,12 @@ using CountRound = std::function<void(const std::vector<int>& members, int usabl
 // more GPUs than S has, they get a round of their own (`round`, with its admission order,
 // hysteresis and starvation rules) on what S's GPUs hold less the jobs of smaller sets planned
 // so. A running job planned at its size keeps its GPUs (step 2), so it counts on their types
-// only. Returns how many jobs' counts it changed.
+// only, and one on several types takes its GPUs of S out of the round of every set S that has
+// some of its types but not all (it counts in a larger set's round): a job on 3 A100s and 1
+// P100 left the A100-only round counting 3 A100s it held, and a 1-GPU A100-only job of 283 s,
+// counted on them each round, found no GPU at placement and waited 6,370 s (mix5 on five
+// types with 100 GB/s links, L0.5 s2, where lenders gave GPUs back to jobs below their
+// requests: release_lender()). Returns how many jobs' counts it changed.
 int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
                         const std::vector<std::string>& types, const NodeIndex& nodes,
                         const std::vector<int>& order, std::vector<int>& counts,

@@ -71,6 +71,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(fixedSizeJobIsNotMovedUnlessPreempt);
   CPPUNIT_TEST(fixedSizeJobWaitsForAFasterTypeAsLongAsItWouldLose);
   CPPUNIT_TEST(jobThatCanUseOneTypeGetsItBack);
+  CPPUNIT_TEST(jobOnTwoTypesKeepsItsGpusOfEach);
   CPPUNIT_TEST(shortArrivalIsNotHeldBehindLongerJob);
   CPPUNIT_TEST(holdDoesNotStopAStarvingRunningJob);
   CPPUNIT_TEST(spreadJobWithItsOwnShapeIsGathered);
@@ -213,6 +214,42 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_MESSAGE(what, lp->gpus < 8);
       CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "counted again with the jobs that can run only on v100"));
     }
+  }
+
+  // The V100s are full: a fixed-size 4-GPU job that may use V100s or K80s runs on 3 V100s and 1
+  // K80, a fixed 1-GPU V100-only job on the fourth V100 of that node, and an elastic V100-only job
+  // that asked for 1 holds the other node's 4. A short 1-GPU V100-only job arrives. The jobs that
+  // can run only on V100s count 6 GPUs, which the 8 V100s would hold, but the mixed job keeps 3
+  // of them: the V100-only jobs are counted again on 5, and the elastic one gives GPUs back.
+  // Counted on 8, the arrival was given a GPU that the placement did not find, round after round.
+  void jobOnTwoTypesKeepsItsGpusOfEach() {
+    Snapshot s;
+    s.cluster = small_cluster();
+    s.now_s = 10000;
+    Job mixed = fixed_job("mixed", "resnet50-b64", 4, 1e7);
+    mixed.allowed_types = {"v100", "k80"};
+    make_running(mixed, plan_on({Placement{"v100-1", "v100", 3}, Placement{"k80-1", "k80", 1}}), 0);
+    Job one = fixed_job("one", "resnet50-b64", 1, 1e7);
+    one.allowed_types = {"v100"};
+    make_running(one, plan_on({Placement{"v100-1", "v100", 1}}), 0);
+    Job lender = job("lender", "resnet50-b64", 1, 4, 1e7);
+    lender.requested_gpus = 1;
+    lender.allowed_types = {"v100"};
+    make_running(lender, plan_on({Placement{"v100-2", "v100", 4}}), 0);
+    Job w = fixed_job("short", "resnet50-b64", 1, 2000);
+    w.allowed_types = {"v100"};
+    w.submit_s = s.now_s;
+    s.jobs = {mixed, one, lender, w};
+    Plan p = plan_checked(s, Policy::Combined, false);
+    const JobPlan *lp = p.find("lender"), *wp = p.find("short");
+    const std::string what = "lender: " + lp->reason + "; short: " + wp->reason;
+    CPPUNIT_ASSERT_MESSAGE(what, wp->runs);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v100"), wp->placement.front().gpu_type);
+    CPPUNIT_ASSERT_MESSAGE(what, lp->runs && lp->gpus < 4);
+    CPPUNIT_ASSERT_MESSAGE(what, contains(lp->reason, "counted again with the jobs that can run "
+                                                      "only on v100"));
+    for (const char* id : {"mixed", "one"})
+      CPPUNIT_ASSERT_MESSAGE(what, p.find(id)->runs && !p.find(id)->resize);
   }
 
   // A 1-GPU job arrives on a full node: a long elastic job holds 2 GPUs, two fixed-size ones the
