@@ -133,6 +133,7 @@ DoublingResult DoublingRound::run_exact() {
   std::vector<char> pinned_for_interval(n, 0);
   std::vector<char> kept_anyway(n, 0);
   Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
+  const std::vector<int> first_gpus = plan.gpus;  // release_lender()'s first plan
   std::vector<char> released(n, 0);  // lenders let go (release_lender()), not held again
   // Step 3: pin the worst violator, re-plan, until no running job is resized against the rules.
   // Each job is pinned at most once and released at most once: at most 2n passes.
@@ -170,7 +171,8 @@ DoublingResult DoublingRound::run_exact() {
       }
     }
     if (worst < 0) {
-      if (!release_lender(plan, pinned, pinned_for_interval, kept_anyway, resize_gain, released))
+      if (!release_lender(plan, first_gpus, pinned, pinned_for_interval, kept_anyway, resize_gain,
+                          released))
         break;
       plan = plan_round(pinned);
       continue;
@@ -201,6 +203,7 @@ DoublingResult DoublingRound::run_incremental() {
   std::vector<char> pinned_for_interval(n, 0);
   std::vector<char> kept_anyway(n, 0);
   Assignment plan = plan_with_interval_pins(pinned, pinned_for_interval, kept_anyway);
+  const std::vector<int> first_gpus = plan.gpus;  // release_lender()'s first plan
   std::vector<char> released(n, 0);
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     Assignment w = plan;  // the plan as repaired by this sweep's pins
@@ -246,7 +249,8 @@ DoublingResult DoublingRound::run_incremental() {
       w_cost = h.cost;
     }
     if (!pinned_any &&
-        !release_lender(plan, pinned, pinned_for_interval, kept_anyway, resize_gain, released))
+        !release_lender(plan, first_gpus, pinned, pinned_for_interval, kept_anyway, resize_gain,
+                        released))
       break;
     plan = plan_round(pinned);
   }
@@ -254,7 +258,8 @@ DoublingResult DoublingRound::run_incremental() {
                   released);
 }
 
-bool DoublingRound::release_lender(const Assignment& plan, std::vector<char>& pinned,
+bool DoublingRound::release_lender(const Assignment& plan, const std::vector<int>& first_gpus,
+                                   std::vector<char>& pinned,
                                    const std::vector<char>& pinned_for_interval,
                                    const std::vector<char>& kept_anyway,
                                    const std::vector<double>& resize_gain,
@@ -270,18 +275,28 @@ bool DoublingRound::release_lender(const Assignment& plan, std::vector<char>& pi
         (s == Squeeze::Stops && curves_.job(k).stoppable && plan.wait_why[k] == WaitWhy::NoRoom))
       squeezed_on.insert(curves_.job(k).type_set);
   }
-  if (squeezed_on.empty()) return false;
+  // A job that waits or runs below its request, which the holds leave below both that request
+  // and what the first plan gave it.
+  bool kept_short = false;
+  for (size_t k = 0; k < curves_.size() && !kept_short; ++k) {
+    const DoublingJob& d = curves_.job(k);
+    kept_short = plan.gpus[k] < std::min(first_gpus[k], d.request()) &&
+                 (!d.running || d.current_gpus < d.request());
+  }
+  if (squeezed_on.empty() && !kept_short) return false;
   int best = -1;
   for (size_t j = 0; j < curves_.size(); ++j) {
     const DoublingJob& d = curves_.job(j);
     if (!pinned[j] || pinned_for_interval[j] || kept_anyway[j] || !d.running ||
-        d.fair_max_gpus <= 0 || d.current_gpus <= d.fair_max_gpus || !squeezed_on.count(d.type_set))
+        d.fair_max_gpus <= 0 || d.current_gpus <= d.fair_max_gpus ||
+        !(squeezed_on.count(d.type_set) || (kept_short && lends_with_lead(j))))
       continue;
     if (best < 0 || resize_gain[j] > resize_gain[best]) best = static_cast<int>(j);
   }
   if (best < 0) return false;
   pinned[best] = 0;
-  released[best] = 1;
+  released[best] = squeezed_on.count(curves_.job(best).type_set) ? kReleasedForSqueeze
+                                                                  : kReleasedForShort;
   return true;
 }
 

@@ -68,10 +68,14 @@ DoublingResult DoublingRound::describe(const Assignment& a, const std::vector<ch
       if (!curves_.current_is_valid(j))
         why = "resized " + move + ": " + std::to_string(job.current_gpus) +
               " GPUs is not one of its allowed sizes";
-      else if (released[j] && g < job.current_gpus)
+      else if (released[j] == kReleasedForSqueeze && g < job.current_gpus)
         why = "shrinks " + move + ": GPUs lent above its request of " +
               std::to_string(job.fair_max_gpus) + " come back before a running job within its " +
               "own request is stopped or shrunk";
+      else if (released[j] == kReleasedForShort && g < job.current_gpus)
+        why = "shrinks " + move + ": GPUs lent above its request of " +
+              std::to_string(job.fair_max_gpus) + " come back to a job below its request " +
+              "that needs them; it still finishes before it would have alone at its request";
       else if (resize_gain[j] >= costs_.min_gain_multiple * costs_.restart_s)
         why = g > job.current_gpus
                   ? "grows " + move + ": saves " + seconds(resize_gain[j]) + ", at least " +

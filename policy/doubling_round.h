@@ -200,6 +200,8 @@ class DoublingRound {
                                      std::vector<char>& kept_anyway) const;
   static std::vector<char> described_pins(const std::vector<char>& pinned,
                                           const std::vector<char>& kept_anyway);
+  // release_lender()'s marks in `released`: why the lender was let go.
+  static constexpr char kReleasedForSqueeze = 1, kReleasedForShort = 2;
 
   // A running job, not held, whose planned size differs from its current one.
   bool is_resized(const Assignment& a, const std::vector<char>& pinned, size_t j) const {
@@ -416,9 +418,20 @@ class DoublingRound {
   // within its requested size (loses_within_request()), of the jobs held by step 3 for their
   // gain (not the interval) above their own requests on the same set of types, the one whose
   // shrink the plan gains most from (the largest resize_gain, the hold it values least) is let
-  // go (unpinned) and marked `released`, never to be held again this round. False if there is
-  // none; the caller re-plans otherwise.
-  bool release_lender(const Assignment& plan, std::vector<char>& pinned,
+  // go (unpinned) and marked `released`, never to be held again this round. Also when the plan
+  // leaves a job that waits or runs below its request below both that request and its size in
+  // `first_gpus` (the plan with the interval's pins alone): then of those held lenders the ones
+  // with a lead (lends_with_lead()), on any set of types. Each hold is weighed on a plan that
+  // the holds before it repaired, so lends_with_lead() alone missed a group: with room for a
+  // 1-GPU arrival while other lenders were unpinned, each of four lenders that asked for 1 GPU
+  // and held 4-8 was held in turn, the last GPUs went to a lender within its interval, and the
+  // arrival, of 291 s, waited 70 s (finish-time fairness 1.24, Tiresias's 1.02; efd t4x8 L0.5
+  // s46). Running jobs below their requests too: an 8-GPU job that the placement had started on
+  // 4 stayed there for 1,300 s while two jobs that asked for 4 held 8 each (FTF 1.68, Tiresias's
+  // 1.10; phillyd v100x8 L0.5 s30, once arrivals took lent GPUs back). False if there is none;
+  // the caller re-plans otherwise.
+  bool release_lender(const Assignment& plan, const std::vector<int>& first_gpus,
+                      std::vector<char>& pinned,
                       const std::vector<char>& pinned_for_interval,
                       const std::vector<char>& kept_anyway, const std::vector<double>& resize_gain,
                       std::vector<char>& released) const;

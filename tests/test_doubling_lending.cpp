@@ -4,7 +4,8 @@
 // (DoublingJob::interval_yields), and the fairness pass steps over a size that is no faster;
 // step 3 never values a hold by stopping a job that may not be stopped; with a lend horizon, a
 // size above the request is valued as kept for that long, and a lender ahead of its time alone
-// gives its GPUs back to an arrival (DoublingJob::lend_horizon_s, alone_left_s).
+// gives its GPUs back to an arrival (DoublingJob::lend_horizon_s, alone_left_s), also where the
+// holds taken one by one keep it waiting together.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <cmath>
@@ -25,6 +26,7 @@ class DoublingLendingTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(a_hold_is_not_valued_by_stopping_a_job_that_may_not_be_stopped);
   CPPUNIT_TEST(a_size_above_the_request_is_valued_for_the_lend_horizon);
   CPPUNIT_TEST(a_lender_ahead_of_its_time_alone_gives_gpus_back_to_an_arrival);
+  CPPUNIT_TEST(lenders_held_one_by_one_give_gpus_back_to_an_arrival);
   CPPUNIT_TEST_SUITE_END();
 
   // 9 GPUs. A asked for 1 and was grown to 4 (a long job: 4 GPUs save it 30,000 s); B runs at
@@ -240,6 +242,58 @@ class DoublingLendingTest : public CppUnit::TestFixture {
         } else {
           CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[0]);
           CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[1]);
+        }
+      }
+    }
+  }
+
+  // 10 GPUs, linear speeds. Three jobs that asked for 1 (40,000 s of work at 1) hold GPUs lent
+  // above it: K 2, resized 10 s ago (within the grace after its restart, where only a stop of a
+  // running job within its request lets it go), L2 and L3 4 each; C arrives needing 1 (100 s).
+  // The plan starts C and shrinks L3 to 2. Each hold alone leaves C room (the next lender
+  // shrinks instead), so L3 and then L2 are held for their gains; the shrink then falls on K,
+  // which the interval holds, and C waits, though L2 and L3 are ahead of their time alone --
+  // unless the lenders with a lead are let go for C. Without that lead they are held and C
+  // waits. The paper's steps (greedy doubling): the exact step 2 would shrink K at once, which
+  // the interval pins first; the greedy's order is the one that step 3's repaired plans of
+  // large rounds follow. Both step 3 paths.
+  void lenders_held_one_by_one_give_gpus_back_to_an_arrival() {
+    ResizeCosts costs;
+    auto linear = [](int n) { return static_cast<double>(n); };
+    auto lender = [&](int gpus, double since, double alone_left) {
+      DoublingJob l = running(elastic(40000, 1, 8, linear), gpus, -since);
+      l.fair_max_gpus = 1;
+      l.lend_horizon_s = 1800;
+      l.alone_left_s = alone_left;
+      if (since < costs.min_interval_s) {  // as the planner marks a lender within its interval
+        l.interval_yields = true;
+        l.max_gpus = l.current_gpus;
+      }
+      return l;
+    };
+    for (int exact_max : {16, 0}) {
+      DoublingSteps steps = DoublingSteps::paper();
+      steps.exact_hysteresis_max_jobs = exact_max;
+      for (double alone_left : {1e6, 1000.0}) {
+        const std::vector<DoublingJob> jobs = {elastic(100, 1, 1, linear), lender(2, 10, 1e6),
+                                               lender(4, 1e4, alone_left),
+                                               lender(4, 1e4, alone_left)};
+        DoublingResult r = doubling_heuristic(jobs, identity(4), 10, costs, 0.0, steps);
+        check_valid(jobs, 10, r);
+        std::string what = "exact_max " + std::to_string(exact_max) + " alone_left " +
+                           std::to_string(alone_left) + ": C " + r.reasons[0] + "; K " +
+                           r.reasons[1];
+        for (int k = 2; k < 4; ++k) what += "; L" + std::to_string(k) + " " + r.reasons[k];
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 2, r.gpus[1]);  // K: the interval holds it
+        if (alone_left > 1e5) {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, r.gpus[0]);
+          CPPUNIT_ASSERT_MESSAGE(what, r.gpus[2] < 4 || r.gpus[3] < 4);
+          CPPUNIT_ASSERT_MESSAGE(what, contains(r.reasons[2] + r.reasons[3],
+                                                "come back to a job below its request"));
+        } else {
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 0, r.gpus[0]);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[2]);
+          CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 4, r.gpus[3]);
         }
       }
     }
