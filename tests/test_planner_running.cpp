@@ -221,7 +221,8 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // that asked for 1 holds the other node's 4. A short 1-GPU V100-only job arrives. The jobs that
   // can run only on V100s count 6 GPUs, which the 8 V100s would hold, but the mixed job keeps 3
   // of them: the V100-only jobs are counted again on 5, and the elastic one gives GPUs back.
-  // Counted on 8, the arrival was given a GPU that the placement did not find, round after round.
+  // Counted on 8, the lender kept its 4 and the arrival waited ("no room on the types it would
+  // start on"), round after round.
   void jobOnTwoTypesKeepsItsGpusOfEach() {
     Snapshot s;
     s.cluster = small_cluster();
