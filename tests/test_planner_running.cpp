@@ -27,9 +27,10 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
 
 // Steps 2d and 2e's setting: two 8-GPU V100 nodes, v0 and v1, at kSmallNow, each with a 4-GPU
 // resnet50 job on half of it (the small jobs the steps move): elastic and resized long ago
-// (Movable), resized 100 s ago (WithinInterval), or fixed-size (Fixed); planned with `j` under
-// combined, or under plain doubling (Doubling, small jobs as Movable).
-enum class Beside { Movable, WithinInterval, Fixed, Doubling };
+// (Movable), resized 100 s ago (WithinInterval), fixed-size (Fixed), or as Movable but 60 s from
+// their end (EndingSoon); planned with `j` under combined, or under plain doubling (Doubling,
+// small jobs as Movable).
+enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon };
 constexpr double kSmallNow = 10000;
 
 Plan plan_beside_small_jobs(const Job& j, Beside b) {
@@ -39,8 +40,10 @@ Plan plan_beside_small_jobs(const Job& j, Beside b) {
   s.jobs = {j};
   for (const char* node : {"v0", "v1"}) {
     const std::string id = std::string("small-") + node;
-    Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, 1e6)
-                                   : job(id, "resnet50-b64", 4, 4, 1e6);
+    const double per_s = ThroughputModel(gavel()).iters_per_s("resnet50-b64", "v100", 4);
+    const double remaining = b == Beside::EndingSoon ? 60 * per_s : 1e6;
+    Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, remaining)
+                                   : job(id, "resnet50-b64", 4, 4, remaining);
     make_running(small, plan_on({Placement{node, "v100", 4}}),
                  b == Beside::WithinInterval ? kSmallNow - 100 : 0);
     s.jobs.push_back(small);
@@ -607,12 +610,15 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // nodes, each node's other 4 GPUs held by a 4-GPU resnet50 job. No GPU is free, so 2b cannot
   // gather it; swapping its 4 on one node for the resnet50 on the other gathers it on one node
   // for two restarts. Not where the resnet50 jobs are within their minimum interval, may not be
-  // moved (fixed size, no preemption), or under plain doubling.
+  // moved (fixed size, no preemption), or under plain doubling; nor where they end in 60 s: the
+  // ring gathers then without moving them, and what it gains until then does not pay their
+  // restarts.
   void spreadRingGathersBySwappingASmallJob() {
     Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
     ring.requested_gpus = 8;
     make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
-    for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling}) {
+    for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling,
+                     Beside::EndingSoon}) {
       const Plan p = plan_beside_small_jobs(ring, c);
       const JobPlan& rp = *p.find("ring");
       const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + rp.reason;
