@@ -42,8 +42,9 @@ void gather_onto_free_gpus(GatherPass& g);
 // where the other jobs there (each whole on it) fit on the GPUs it leaves on its other nodes
 // (and those free there): they move, it gathers. Done where its faster ring gains more than the
 // restarts it costs -- one per moved running job that would otherwise keep its GPUs, one for the
-// job itself if it would -- plus min_gain_multiple restarts; no kept job within min_interval_s of
-// its last resize, none that may not move. Jobs in `order` first.
+// job itself if it would -- plus min_gain_multiple restarts, the gain counted only until the last
+// of those running jobs would end (the node comes free then without a move); no kept job within
+// min_interval_s of its last resize, none that may not move. Jobs in `order` first.
 void gather_by_swaps(GatherPass& g, const std::vector<int>& order);
 
 // 2e. A job the plan runs on one node below its whole size (`whole`: job -> size; the fairness
