@@ -38,10 +38,10 @@ Plan plan_beside_small_jobs(const Job& j, Beside b) {
   s.now_s = kSmallNow;
   s.cluster.nodes = {Node{"v0", "v100", 8}, Node{"v1", "v100", 8}};
   s.jobs = {j};
+  const double per_s = ThroughputModel(gavel()).iters_per_s("resnet50-b64", "v100", 4);
+  const double remaining = b == Beside::EndingSoon ? 60 * per_s : 1e6;
   for (const char* node : {"v0", "v1"}) {
     const std::string id = std::string("small-") + node;
-    const double per_s = ThroughputModel(gavel()).iters_per_s("resnet50-b64", "v100", 4);
-    const double remaining = b == Beside::EndingSoon ? 60 * per_s : 1e6;
     Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, remaining)
                                    : job(id, "resnet50-b64", 4, 4, remaining);
     make_running(small, plan_on({Placement{node, "v100", 4}}),
