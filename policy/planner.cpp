@@ -622,6 +622,19 @@ Plan Planner::plan(const Snapshot& snap) const {
                     " planned would run its ring no faster";
     }
 
+  // Combined: likewise a start above the request spread over nodes where the lent GPUs save less
+  // than a restart, net of the one that takes them back: a3c, 297 s alone, started on 1 + 1
+  // V100s of two nodes (1.07x its speed on one), was shrunk back 177 s later for an arrival and
+  // finished at 1.059x its time alone (phillyd v100x8 L0.5 s35; Tiresias's worst 1.045x). Two
+  // restarts as the bar: the same 2 misses gone, and 1 new (itp02 a100x8 L0.5 s5, restart 120).
+  if (config_.policy == Policy::Combined && lend_horizon_s > 0) {
+    std::vector<int> request(n);
+    for (int i = 0; i < n; ++i)
+      request[i] = std::max(requested_size(snap.jobs[i], views[i], config_.power_of_two), fair_floor[i]);
+    start_spread_lends_at_request(cluster, model, nodes, snap, plan, views, request, free_gpus,
+                                  lend_horizon_s, config_.costs.restart_s, config_.costs.restart_s);
+  }
+
   // A running job that may not be stopped, left without GPUs (no room for its planned size),
   // keeps those it holds; hold_back_for_running() freed them above (the burst of
   // bench/ringsim_burst.sh: 0 stops, 1,344 with preempt). Not where a drained node took them.

@@ -456,5 +456,63 @@ std::string late_admission_reason(const PlannerConfig& config, const LateAdmissi
   return out;
 }
 
+int start_spread_lends_at_request(const Cluster& cluster, const ThroughputModel& model,
+                                  const NodeIndex& nodes, const Snapshot& snap, Plan& plan,
+                                  const std::vector<JobView>& views,
+                                  const std::vector<int>& request, FreeGpus& free,
+                                  double horizon_s, double restart_s, double min_gain) {
+  std::vector<int> spread;  // candidates: the locality model is built only when there are some
+  for (size_t i = 0; i < plan.jobs.size(); ++i) {
+    const JobPlan& jp = plan.jobs[i];
+    if (views[i].known && snap.jobs[i].state != JobState::Running && jp.runs &&
+        jp.gpus > request[i] && request[i] > 0 && jp.placement.size() > 1)
+      spread.push_back(static_cast<int>(i));
+  }
+  if (spread.empty()) return 0;
+  std::vector<PlacementLocality::Job> jobs;
+  for (int i : spread) jobs.push_back({snap.jobs[i].model, views[i].types});
+  PlacementLocality locality(cluster, model, jobs);
+  int cut = 0;
+  for (size_t s = 0; s < spread.size(); ++s) {
+    const int i = spread[s];
+    const Job& j = snap.jobs[i];
+    JobPlan& jp = plan.jobs[i];
+    std::map<std::string, int> planned;
+    for (const Placement& p : jp.placement) planned[p.node] += p.gpus;
+    const double then = model.iters_per_s_mixed(j.model, jp.gpus_by_type) *
+                        locality.factor(static_cast<int>(s), planned);
+    // The request on one node, of the fastest type one node of which has room for it once the
+    // job's planned GPUs are back.
+    FreeGpus room = free;
+    for (const Placement& p : jp.placement) room.take_at(nodes.find(p.node), -p.gpus);
+    std::string best;
+    double alone = 0;
+    for (const std::string& t : views[i].types) {
+      const double v = model.iters_per_s(j.model, t, request[i]);
+      if (v > alone && room.most_on_one_node({t}) >= request[i]) {
+        best = t;
+        alone = v;
+      }
+    }
+    if (!(alone > 0) || !(then > 0)) continue;
+    const double saves = std::min(j.remaining / alone - j.remaining / then,
+                                  horizon_s * (then / alone - 1) - restart_s);
+    std::vector<Placement> one;
+    if (saves >= min_gain || !take_of_type(room, best, request[i], one) || one.size() != 1)
+      continue;
+    const std::string was = std::to_string(jp.gpus) + " GPUs over " +
+                            std::to_string(jp.placement.size()) + " nodes";
+    free = room;
+    set_from_placement(jp, one);
+    char saved[32];
+    std::snprintf(saved, sizeof saved, "%.0f", saves);
+    jp.reason = "starts at its request of " + std::to_string(request[i]) + " on " + best +
+                ": the " + was + " planned would save " + saved +
+                " s net of the restart that takes the lent GPUs back, too little for the lend";
+    ++cut;
+  }
+  return cut;
+}
+
 }  // namespace planner_detail
 }  // namespace ringsched

@@ -257,5 +257,17 @@ std::vector<int> grows_no_faster(const Cluster& cluster, const ThroughputModel& 
                                  const std::vector<JobView>& views,
                                  const std::vector<int>& fair_floor);
 
+// A waiting job that `plan` starts above its request (`request[i]`) on GPUs over several nodes,
+// where the lent GPUs save less than `min_gain` seconds, starts at its request on one node of the
+// fastest of its types with room in `free` instead (its plan and reason rewritten, `free` taken
+// from). Saved: the spread ring against that node, over the run or over `horizon_s` less the
+// restart that takes the lent GPUs back, whichever is less. The count round values a lend at a
+// ring inside one node; the spread ring's locality can take most of that. Returns how many.
+int start_spread_lends_at_request(const Cluster& cluster, const ThroughputModel& model,
+                                  const NodeIndex& nodes, const Snapshot& snap, Plan& plan,
+                                  const std::vector<JobView>& views,
+                                  const std::vector<int>& request, FreeGpus& free,
+                                  double horizon_s, double restart_s, double min_gain);
+
 }  // namespace planner_detail
 }  // namespace ringsched

@@ -2,7 +2,8 @@
 // The floor the fairness pass and the starvation bound give a late job, as the placement gets it
 // (planner.cpp): over nodes (policy/planner_steps.h, floors_faster_over_nodes()) only on the
 // types where the spread ring beats every size one node holds; capped at one node, a size the
-// ring may run at.
+// ring may run at. A start above the request spread over nodes where the lent GPUs save little
+// (start_spread_lends_at_request()) starts at the request on one node.
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(floor_over_nodes_only_on_the_types_where_it_is_faster);
   CPPUNIT_TEST(floor_capped_at_one_node_is_a_power_of_two);
   CPPUNIT_TEST(a_grow_spread_over_nodes_that_runs_no_faster_is_found);
+  CPPUNIT_TEST(a_spread_start_above_its_request_that_saves_little_starts_at_it);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -152,6 +154,73 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(std::to_string(faster) + " faster spread", slower > 0);
     CPPUNIT_ASSERT_MESSAGE(std::to_string(slower) + " no faster spread", faster > 0);
     CPPUNIT_ASSERT(left_to_gather > 0);
+  }
+  // Every Gavel model with V100 points, a waiting job that asked for 1 GPU, planned on 1 + 1
+  // V100s of two nodes, with 297 s of work on one GPU (s35's a3c) and a lend horizon of 300 s:
+  // it starts on 1 GPU of one node exactly where the spread ring saves less than one restart
+  // of 30 s, over its run or over the horizon less the restart that takes the GPU back. Some
+  // model must fall on each side. Never for a start on one node, a running job, or where no
+  // node has room for its request.
+  void a_spread_start_above_its_request_that_saves_little_starts_at_it() {
+    Cluster c;
+    for (int i = 0; i < 2; ++i) c.nodes.push_back(Node{"v100-" + std::to_string(i), "v100", 4});
+    const NodeIndex nodes(c);
+    ThroughputModel m(gavel());
+    const double horizon = 300, restart = 30, min_gain = 30;
+    const std::map<std::string, int> spread = {{"v100-0", 1}, {"v100-1", 1}};
+    int cut = 0, kept = 0;
+    for (const std::string& model : gavel().models()) {
+      if (!gavel().has(model, "v100")) continue;
+      const double one = m.iters_per_s(model, "v100", 1);
+      Snapshot s;
+      s.cluster = c;
+      s.jobs = {job("j", model, 1, 8, 297 * one)};
+      JobView v;
+      v.job = &s.jobs[0];
+      v.types = {"v100"};
+      v.best_type = "v100";
+      v.known = true;
+      PlacementLocality locality(c, m, {{model, {"v100"}}});
+      const double two = m.iters_per_s(model, "v100", 2) * locality.factor(0, spread);
+      const double saves = std::min(297 - 297 * one / two, horizon * (two / one - 1) - restart);
+      const bool expected = saves < min_gain;
+      (expected ? cut : kept)++;
+      auto planned = [&](const std::vector<Placement>& pl, FreeGpus& free) {
+        Plan plan;
+        plan.jobs.resize(1);
+        set_from_placement(plan.jobs[0], pl);
+        for (const Placement& p : pl) free.take_at(nodes.find(p.node), p.gpus);
+        return plan;
+      };
+      FreeGpus free(c);
+      Plan plan = planned({Placement{"v100-0", "v100", 1}, Placement{"v100-1", "v100", 1}}, free);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected ? 1 : 0,
+                                   start_spread_lends_at_request(c, m, nodes, s, plan, {v}, {1}, free,
+                                                                 horizon, restart, min_gain));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected ? 1 : 2, plan.jobs[0].gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, plan.jobs[0].gpus, 8 - free.free_of({"v100"}));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, expected ? size_t{1} : size_t{2}, plan.jobs[0].placement.size());
+      if (expected)
+        CPPUNIT_ASSERT_MESSAGE(plan.jobs[0].reason, contains(plan.jobs[0].reason, "starts at its request of 1"));
+      FreeGpus packed_free(c);
+      Plan packed = planned({Placement{"v100-0", "v100", 2}}, packed_free);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, packed, {v}, {1},
+                                                                           packed_free, horizon, restart, min_gain));
+      FreeGpus full(c);  // three GPUs of each node held by others: each node's last is the plan's
+      Plan no_room = planned({Placement{"v100-0", "v100", 1}, Placement{"v100-1", "v100", 1}}, full);
+      for (int k = 0; k < 2; ++k) full.take_at(k, 3);
+      s.jobs[0].requested_gpus = 2;  // a request of 2 fits on no node
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, no_room, {v}, {2},
+                                                                           full, horizon, restart, min_gain));
+      s.jobs[0].requested_gpus = 1;
+      make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 1}}), 0);
+      FreeGpus running_free(c);
+      Plan running = planned({Placement{"v100-0", "v100", 1}, Placement{"v100-1", "v100", 1}}, running_free);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, running, {v}, {1},
+                                                                           running_free, horizon, restart, min_gain));
+    }
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(kept) + " kept spread", cut > 0);
+    CPPUNIT_ASSERT_MESSAGE(std::to_string(cut) + " started at the request", kept > 0);
   }
 };
 
