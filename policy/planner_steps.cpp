@@ -498,7 +498,7 @@ int start_spread_lends_at_request(const Cluster& cluster, const ThroughputModel&
     const double saves = std::min(j.remaining / alone - j.remaining / then,
                                   horizon_s * (then / alone - 1) - restart_s);
     std::vector<Placement> one;
-    if (saves >= min_gain || !take_of_type(room, best, request[i], one) || one.size() != 1)
+    if (saves >= min_gain || !take_of_type(room, best, request[i], one))
       continue;
     const std::string was = std::to_string(jp.gpus) + " GPUs over " +
                             std::to_string(jp.placement.size()) + " nodes";
@@ -508,7 +508,7 @@ int start_spread_lends_at_request(const Cluster& cluster, const ThroughputModel&
     std::snprintf(saved, sizeof saved, "%.0f", saves);
     jp.reason = "starts at its request of " + std::to_string(request[i]) + " on " + best +
                 ": the " + was + " planned would save " + saved +
-                " s net of the restart that takes the lent GPUs back, too little for the lend";
+                " s against it, over its run or until the lent GPUs come back less that restart";
     ++cut;
   }
   return cut;

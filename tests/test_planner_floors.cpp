@@ -206,13 +206,14 @@ class PlannerFloorsTest : public CppUnit::TestFixture {
       Plan packed = planned({Placement{"v100-0", "v100", 2}}, packed_free);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, packed, {v}, {1},
                                                                            packed_free, horizon, restart, min_gain));
-      FreeGpus full(c);  // three GPUs of each node held by others: each node's last is the plan's
-      Plan no_room = planned({Placement{"v100-0", "v100", 1}, Placement{"v100-1", "v100", 1}}, full);
-      for (int k = 0; k < 2; ++k) full.take_at(k, 3);
-      s.jobs[0].requested_gpus = 2;  // a request of 2 fits on no node
-      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, no_room, {v}, {2},
+      // Planned on 2 + 2 with a request of 3, the other two GPUs of each node held by others:
+      // no node has room for 3 once the plan's GPUs are back, so the spread start stays.
+      FreeGpus full(c);
+      Plan no_room = planned({Placement{"v100-0", "v100", 2}, Placement{"v100-1", "v100", 2}}, full);
+      for (int k = 0; k < 2; ++k) full.take_at(k, 2);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 0, start_spread_lends_at_request(c, m, nodes, s, no_room, {v}, {3},
                                                                            full, horizon, restart, min_gain));
-      s.jobs[0].requested_gpus = 1;
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(model, 4, no_room.jobs[0].gpus);
       make_running(s.jobs[0], plan_on({Placement{"v100-0", "v100", 1}}), 0);
       FreeGpus running_free(c);
       Plan running = planned({Placement{"v100-0", "v100", 1}, Placement{"v100-1", "v100", 1}}, running_free);
