@@ -148,6 +148,8 @@ Plan Planner::plan(const Snapshot& snap) const {
                           ? tail_guard_job(snap, views, model, nodes, config_.power_of_two, late_cap)
                           : -1;
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
+  std::vector<char> starving(n, 0);     // wake_after_holds's inputs
+  std::vector<double> grace_end_s(n, 0);
   if (resizes) {
     std::vector<DoublingJob> dj(n);
     std::map<std::set<std::string>, int> type_sets;  // DoublingJob::type_set's numbering
@@ -233,6 +235,11 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (int i = 0; i < n; ++i)
         if (late[i].fitted) dj[i].min_gpus = dj[i].requested = late[i].gpus;
     yield_lent_gpus_within_interval(dj, config_.costs, snap.now_s);
+    for (int i = 0; i < n; ++i) {
+      starving[i] = dj[i].starving;
+      if (dj[i].interval_yields)
+        grace_end_s[i] = dj[i].last_resize_s + config_.costs.min_gain_multiple * config_.costs.restart_s;
+    }
     // One round per group of GPU types that jobs share, on that group's GPUs: a job's count is
     // planned against the GPUs it can use (on an A100 + T4 cluster whose models are each
     // profiled on one of them, an A100 job's against the A100s, not both). Types are grouped when
@@ -796,6 +803,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   }
   plan.objective_s = objective;
   plan.lend_horizon_s = lend_horizon_s;
+  if (config_.policy == Policy::Combined) plan.wake_s = wake_after_holds(plan, starving, grace_end_s, snap.now_s);
   plan.decision_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;

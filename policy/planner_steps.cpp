@@ -325,6 +325,18 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
   return marked;
 }
 
+double wake_after_holds(const Plan& plan, const std::vector<char>& starving,
+                        const std::vector<double>& grace_end_s, double now_s) {
+  bool waits = false;
+  for (size_t i = 0; i < plan.jobs.size() && !waits; ++i) waits = starving[i] && !plan.jobs[i].runs;
+  if (!waits) return 0;
+  double wake = 0;
+  for (size_t i = 0; i < plan.jobs.size(); ++i)
+    if (plan.jobs[i].runs && grace_end_s[i] > now_s && (wake == 0 || grace_end_s[i] < wake))
+      wake = grace_end_s[i];
+  return wake;
+}
+
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes) {
   std::map<std::string, int> out;
   for (const auto& [node, n] : j.gpus_by_node) {
