@@ -202,7 +202,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
   const double t0 = now;
   double next_round = now;
   bool event = true;
-  double last_plan = -inf, deferred_until = inf;
+  double last_plan = -inf, deferred_until = inf, wake = inf;
   auto last_progress = wall0;
 
   auto record_busy = [&](double t) {
@@ -312,10 +312,12 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
       event = true;
     }
     const bool round_due = now >= next_round - 1e-9 && (policy.periodic() || !config_.plan_on_events);
-    bool plan_now = (event && config_.plan_on_events) || round_due;
+    const bool wake_due = now >= wake - 1e-9;
+    bool plan_now = (event && config_.plan_on_events) || round_due || wake_due;
     if (plan_now && !round_due && now < last_plan + config_.min_plan_gap_s - 1e-9) {
-      plan_now = false;  // coalesce: this event is planned for at last_plan + gap
+      plan_now = false;  // coalesce: this event (or wake) is planned for at last_plan + gap
       deferred_until = last_plan + config_.min_plan_gap_s;
+      if (wake_due) wake = deferred_until;
     }
     if (plan_now) {
       last_plan = now;
@@ -328,6 +330,8 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
       decision_ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - d0).count());
       if (out.size() != view.active.size()) throw std::logic_error(policy.name() + ": wrong number of decisions");
       apply();
+      wake = policy.wake_s();
+      if (!(wake > now + 1e-9)) wake = inf;  // never a wake that is not later
       while (next_round <= now + 1e-9) next_round += config_.round_s;
       event = false;
     }
@@ -343,7 +347,7 @@ SimResult Engine::run(SchedulingPolicy& policy, const ringsched::ThroughputModel
                                " jobs waiting on an idle cluster with no arrivals left (first: job " + j.spec->id +
                                ", " + std::to_string(j.spec->gpus) + " GPUs of model " + j.spec->model + ")");
     }
-    double t_next = std::min(std::min(t_arrival, t_finish), deferred_until);
+    double t_next = std::min(std::min(std::min(t_arrival, t_finish), deferred_until), wake);
     if (!view.active.empty() && (policy.periodic() || !config_.plan_on_events)) t_next = std::min(t_next, next_round);
     if (t_next == inf) break;
     if (t_next - t0 > config_.max_sim_s)

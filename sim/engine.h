@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -73,6 +74,10 @@ class SchedulingPolicy {
   // preemption, no resizing): the engine then skips their periodic rounds, which matters on
   // traces whose queue holds thousands of jobs.
   virtual bool periodic() const { return true; }
+  // A time after the last decision at which it would change though no job arrives or ends (the
+  // planner's Plan::wake_s): the engine decides again then, as the plugin's next round would.
+  // Infinity: none.
+  virtual double wake_s() const { return std::numeric_limits<double>::infinity(); }
 };
 
 struct SimConfig {

@@ -302,6 +302,7 @@ class PlannerPolicy : public SchedulingPolicy {
     if (similarity) planner_.set_similarity(std::move(similarity));
   }
   std::string name() const override { return name_; }
+  double wake_s() const override { return wake_s_; }
   void decide(const SimView& v, std::vector<Allocation>& out) override {
     ringsched::Snapshot s;
     s.cluster = *v.cluster;
@@ -337,9 +338,11 @@ class PlannerPolicy : public SchedulingPolicy {
       s.jobs.push_back(std::move(j));
       index.push_back(k);
     }
+    wake_s_ = std::numeric_limits<double>::infinity();
     if (s.jobs.empty()) return;
     s.arrival_gap_s = arrivals_.observe(s);
     ringsched::Plan plan = planner_.plan(s);
+    wake_s_ = plan.wake_s > 0 ? plan.wake_s : std::numeric_limits<double>::infinity();
     if (plan.jobs.size() != s.jobs.size())
       throw std::logic_error(name_ + ": the planner returned " + std::to_string(plan.jobs.size()) + " job plans for " +
                              std::to_string(s.jobs.size()) + " jobs");
@@ -368,6 +371,7 @@ class PlannerPolicy : public SchedulingPolicy {
   std::string name_;
   ringsched::Planner planner_;
   ringsched::ArrivalClock arrivals_;  // as the plugin's planning thread keeps one
+  double wake_s_ = std::numeric_limits<double>::infinity();  // the last plan's Plan::wake_s
   int window_;
 };
 

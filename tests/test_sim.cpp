@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -62,6 +63,23 @@ class GrowOnce : public SchedulingPolicy {
   }
 };
 
+// Gives one job 2 GPUs, and 4 from the first decision at or after 25 s, a time it names as its
+// wake (SchedulingPolicy::wake_s) while it is ahead; no periodic round comes before 1,000 s.
+class GrowAtWake : public SchedulingPolicy {
+ public:
+  std::string name() const override { return "grow-at-wake"; }
+  double wake_s() const override { return now_ < 25 ? 25 : std::numeric_limits<double>::infinity(); }
+  void decide(const SimView& v, std::vector<Allocation>& out) override {
+    now_ = v.now_s;
+    times.push_back(v.now_s);
+    for (size_t k = 0; k < v.active.size(); ++k) out[k].gpus_by_node["n0"] = v.now_s >= 25 ? 4 : 2;
+  }
+  std::vector<double> times;  // when it decided
+
+ private:
+  double now_ = 0;
+};
+
 }  // namespace
 
 class SimTest : public CppUnit::TestFixture {
@@ -76,6 +94,7 @@ class SimTest : public CppUnit::TestFixture {
   CPPUNIT_TEST(testFifoHandChecked);
   CPPUNIT_TEST(testRestartCostPerResize);
   CPPUNIT_TEST(testCoalescedPlanOnIdleCluster);
+  CPPUNIT_TEST(testPlanAtThePolicysWake);
   CPPUNIT_TEST(testLocalityChargedToEveryPolicy);
   CPPUNIT_TEST(testEngineInvariantsAllPolicies);
   CPPUNIT_TEST(testDeterminism);
@@ -348,6 +367,29 @@ class SimTest : public CppUnit::TestFixture {
       SimResult r = e.run(*p, tm);
       CPPUNIT_ASSERT_DOUBLES_EQUAL(10.0, r.jobs[0].jct_s, 1e-6);
       CPPUNIT_ASSERT_DOUBLES_EQUAL(35.0, r.jobs[1].jct_s, 1e-6);
+    }
+  }
+
+  // A policy's wake is a decision without an event: 400 iterations on 2 GPUs (2 it/s) until the
+  // wake at 25 s, then 4 GPUs after the 30 s restart: 25 + 30 + 350 / 4 = 142.5 s. With a plan
+  // gap of 30 s the wake waits for it (the plan at 0 + 30), as an event does: 30 + 30 + 340 / 4 =
+  // 145 s. (The engine once looped there, the wake due and no plan coming.)
+  void testPlanAtThePolicysWake() {
+    OneNodeWorld w;
+    Trace t = w.trace("job_id,submit_s,model,gpus,iterations,min_gpus,max_gpus,elastic\na,0,m,2,400,1,4,1\n");
+    for (double gap : {0.0, 30.0}) {
+      SimConfig cfg;
+      cfg.round_s = 1000;
+      cfg.restart_s = 30;
+      cfg.min_plan_gap_s = gap;
+      Engine e(w.cluster, t, w.tm, cfg);
+      GrowAtWake p;
+      SimResult r = e.run(p, w.tm);
+      const std::string what = "gap " + std::to_string(gap);
+      CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE(what, gap > 0 ? 145.0 : 142.5, r.jobs[0].jct_s, 1e-6);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1L, r.restarts);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{2}, p.times.size());
+      CPPUNIT_ASSERT_DOUBLES_EQUAL_MESSAGE(what, gap > 0 ? 30.0 : 25.0, p.times[1], 1e-9);
     }
   }
 
