@@ -198,7 +198,8 @@ class PlanningThread {
  private:
   void run();
   // One round: the steps below in order (see the top of this file).
-  void round();
+  // One round; returns the seconds from its start to the plan's wake (Plan::wake_s; 0: none).
+  double round();
   RoundInput snapshot(bool with_engine) const;
   void apply_handovers(const RoundInput& in, time_t now);
   RoundPlan plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now);
@@ -322,8 +323,9 @@ void PlanningThread::run() {
     }
     last_round = clock::now();
     int interval = 30;
+    double wake_in_s = 0;
     try {
-      round();
+      wake_in_s = round();
       if (auto policy = policy_.get()) {
         interval = policy->conf().replan_interval_s;
         min_gap_s_ = policy->conf().min_replan_gap_s;
@@ -334,10 +336,13 @@ void PlanningThread::run() {
       error("priority/ringsched: planning round failed");
     }
     next = last_round + std::chrono::seconds(std::max(interval, min_gap_s_.load()));
+    // A hold that ends before the next round while a starving job waits: plan again then.
+    if (wake_in_s > 0)
+      next = std::min(next, last_round + std::chrono::milliseconds(static_cast<long long>(wake_in_s * 1000)));
   }
 }
 
-void PlanningThread::round() {
+double PlanningThread::round() {
   std::shared_ptr<ringsched::ConfiguredPolicy> policy = policy_.get(reconfig_.exchange(false));
   const time_t now = std::time(nullptr);
   RoundInput in = snapshot(policy != nullptr);
@@ -346,7 +351,7 @@ void PlanningThread::round() {
   RoundPlan planned;
   if (policy) planned = plan(*policy, in, now);
   set_priorities(in, planned, now);
-  if (!policy) return;
+  if (!policy) return 0;
   RoundStats stats;
   stats.ring = static_cast<int>(in.ring.size());
   reshape_pending(*policy, in, planned, now, stats);
@@ -360,6 +365,7 @@ void PlanningThread::round() {
         stats.ring, stats.pending, stats.reshaped, stats.repaired, stats.failed, stats.kept_interval,
         stats.kept_type, stats.kept_wrapper, stats.resizes);
   write_plan(*policy, planned.snap, planned.plan, in.ring);
+  return planned.plan.wake_s > 0 ? planned.plan.wake_s - static_cast<double>(now) : 0;
 }
 
 // 1. Snapshot under read locks.
