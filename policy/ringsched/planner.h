@@ -190,9 +190,9 @@ struct Plan {
   double objective_s = 0;     // sum of predicted remaining times of planned jobs
   double decision_ms = 0;     // wall time of the planning call
   double lend_horizon_s = 0;  // the lend horizon it used (combined; 0: none)
-  // Combined: a time (the snapshot's clock) before which no event may come but at which this
-  // plan's holds end (a lender's grace after its restart) while a starving job waits: plan
-  // again then (0: none). Planner::wake_after_holds.
+  // Combined: when a hold of this plan ends (a lender's grace after its restart, on the
+  // snapshot's clock) while the plan leaves a starving job waiting: plan again then, whether or
+  // not a job arrives or ends (0: none). planner_steps.h, wake_after_holds().
   double wake_s = 0;
   std::string policy;
   const JobPlan* find(const std::string& job_id) const;
