@@ -360,12 +360,14 @@ double PlanningThread::round() {
     it = in.ring.count(std::to_string(it->first)) ? std::next(it) : reshaped_.erase(it);
   for (auto it = signalled_.begin(); it != signalled_.end();)
     it = in.ring.count(std::to_string(it->first)) ? std::next(it) : signalled_.erase(it);
+  const double wake_in_s = planned.plan.wake_s > 0 ? planned.plan.wake_s - static_cast<double>(now) : 0;
   debug("priority/ringsched: round: %d ring jobs (%d pending): %d reshaped, %d repaired, %d failed; "
-        "kept %d (interval) %d (plan on another type) %d (ringrun's resize); %d resize requests",
+        "kept %d (interval) %d (plan on another type) %d (ringrun's resize); %d resize requests; "
+        "wake in %.0f s (0: none)",
         stats.ring, stats.pending, stats.reshaped, stats.repaired, stats.failed, stats.kept_interval,
-        stats.kept_type, stats.kept_wrapper, stats.resizes);
+        stats.kept_type, stats.kept_wrapper, stats.resizes, wake_in_s);
   write_plan(*policy, planned.snap, planned.plan, in.ring);
-  return planned.plan.wake_s > 0 ? planned.plan.wake_s - static_cast<double>(now) : 0;
+  return wake_in_s;
 }
 
 // 1. Snapshot under read locks.
