@@ -322,7 +322,7 @@ class DoublingRound {
   // (docs/combined-fairness.md). A yield for a starving job within the grace raised restarts 22%.
   bool interval_yields(size_t j, bool starving_waits, Squeeze squeeze) const {
     if (!curves_.job(j).interval_yields) return false;
-    if (now_s_ - curves_.job(j).last_resize_s < costs_.min_gain_multiple * costs_.restart_s)
+    if (now_s_ - curves_.job(j).last_resize_s < costs_.grace_s())
       return squeeze == Squeeze::Stops;
     return starving_waits || squeeze != Squeeze::None;
   }

@@ -238,7 +238,7 @@ Plan Planner::plan(const Snapshot& snap) const {
     for (int i = 0; i < n; ++i) {
       starving[i] = dj[i].starving;
       if (dj[i].interval_yields)
-        grace_end_s[i] = dj[i].last_resize_s + config_.costs.min_gain_multiple * config_.costs.restart_s;
+        grace_end_s[i] = dj[i].last_resize_s + config_.costs.grace_s();
     }
     // One round per group of GPU types that jobs share, on that group's GPUs: a job's count is
     // planned against the GPUs it can use (on an A100 + T4 cluster whose models are each

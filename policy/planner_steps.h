@@ -209,8 +209,8 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
 
 // When the plan must be made again though no job arrives or ends: a starving job the plan
 // leaves waiting (starving[i], plan.jobs[i] not running), while a lender that keeps running
-// (DoublingJob::interval_yields) is within its grace after its own restart (the gain multiple x
-// the restart cost), in which it yields only to keep a job within its request from stopping.
+// (DoublingJob::interval_yields) is within its grace after its own restart (ResizeCosts::grace_s),
+// in which it yields only to keep a job within its request from stopping.
 // Past the grace it yields to the starving job too, but the plan only learns so at the next
 // event: on a 64-T4 cluster (efd t4x4 L0.5 s3, 100 GB/s links) two 1-GPU jobs of 386-413 s
 // waited 71-77 s behind six lenders for an arrival, though two lenders' grace had ended 56 s

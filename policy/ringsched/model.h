@@ -149,6 +149,9 @@ struct ResizeCosts {
   double restart_s = 30.0;        // C: seconds a resize costs the job
   double min_gain_multiple = 2.0; // resize a running job only if it gains > this * C seconds
   double min_interval_s = 300.0;  // and not more often than this
+  // The grace after a job's restart: until it has run at its size this long, a lender there
+  // yields its GPUs only to keep a job within its request from stopping (doubling_round.h).
+  double grace_s() const { return min_gain_multiple * restart_s; }
 };
 
 bool is_power_of_two(int n);
