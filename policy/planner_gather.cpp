@@ -39,10 +39,35 @@ std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
   return on_node;
 }
 
-// Whether job k, not `keep`, may be moved off its node for another job: whole on that node, and
-// may_swap(). The movers of moves_off(), and what the recall's cheap bound counts.
+// Whether a move would make running job k, kept on its GPUs otherwise (frozen), which would
+// finish within kMoveLateFraction of its time alone at its requested size (counted from its
+// submission), finish later than that: the restart is its own loss, whatever the job moved for
+// gains. A 1,379 s yolov3 on one T4 was moved twice in 335 s so that other rings could gather
+// (finish-time fairness 1.044, Tiresias's 1.015; efd a100t4x8 L0.5 s46). A job that has gained
+// on its time alone (it ran above its request) pays the restart from that lead; one late
+// already may move (held so at loads of 1-2x, avg JCT rose up to 18%, 0.7% per set of shapes).
+constexpr double kMoveLateFraction = 0.01;
+bool move_makes_late(const GatherPass& g, int k) {
+  if (!g.frozen[k]) return false;
+  const Job& j = g.snap.jobs[k];
+  const JobView& v = g.views[k];
+  if (!v.known) return false;
+  const double alone = g.model.iters_per_s(j.model, v.best_type,
+                                           requested_size(j, v, g.power_of_two));
+  const double now = g.model.iters_per_s_mixed(j.model, g.plan.jobs[k].gpus_by_type);
+  if (!(alone > 0) || !(now > 0)) return false;
+  const double work = j.iterations > 0 ? j.iterations : j.remaining;
+  const double alone_left = work / alone - std::max(0.0, g.snap.now_s - j.submit_s);
+  const double bound = alone_left + kMoveLateFraction * work / alone;
+  return j.remaining / now <= bound && g.costs.restart_s + j.remaining / now > bound;
+}
+
+// Whether job k, not `keep`, may be moved off its node for another job: whole on that node,
+// may_swap(), and not made late by the move (move_makes_late()). The movers of moves_off(), and
+// what the recall's cheap bound counts.
 bool moves_whole(const GatherPass& g, int k, int keep) {
-  return k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k);
+  return k != keep && g.plan.jobs[k].placement.size() == 1 && may_swap(g, k) &&
+         !move_makes_late(g, k);
 }
 
 struct Move {

@@ -30,7 +30,9 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
 // (Movable), resized 100 s ago (WithinInterval), fixed-size (Fixed), or as Movable but 60 s from
 // their end (EndingSoon); planned with `j` under combined, or under plain doubling (Doubling,
 // small jobs as Movable).
-enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon };
+// OnTime: the small jobs have run at their request since they were submitted 1,000 s ago, with
+// 1,000 s to go: on time against their time alone, which a move's restart would make late.
+enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon, OnTime };
 constexpr double kSmallNow = 10000;
 
 Plan plan_beside_small_jobs(const Job& j, Beside b) {
@@ -44,8 +46,15 @@ Plan plan_beside_small_jobs(const Job& j, Beside b) {
     const std::string id = std::string("small-") + node;
     Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, remaining)
                                    : job(id, "resnet50-b64", 4, 4, remaining);
+    if (b == Beside::OnTime) {
+      small.remaining = 1000 * per_s;
+      small.iterations = 2000 * per_s;
+      small.submit_s = kSmallNow - 1000;
+    }
     make_running(small, plan_on({Placement{node, "v100", 4}}),
-                 b == Beside::WithinInterval ? kSmallNow - 100 : 0);
+                 b == Beside::WithinInterval ? kSmallNow - 100
+                 : b == Beside::OnTime      ? kSmallNow - 1000
+                                            : 0);
     s.jobs.push_back(small);
   }
   return plan_checked(s, b == Beside::Doubling ? Policy::Doubling : Policy::Combined);
@@ -616,13 +625,14 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // for two restarts. Not where the resnet50 jobs are within their minimum interval, may not be
   // moved (fixed size, no preemption), or under plain doubling; nor where they end in 60 s: the
   // ring gathers then without moving them, and what it gains until then does not pay their
-  // restarts.
+  // restarts. Nor where they are on time against their time alone and short enough that the
+  // restart would make them late by more than 1% of it (OnTime: 30 s of 2,000).
   void spreadRingGathersBySwappingASmallJob() {
     Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
     ring.requested_gpus = 8;
     make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
     for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling,
-                     Beside::EndingSoon}) {
+                     Beside::EndingSoon, Beside::OnTime}) {
       const Plan p = plan_beside_small_jobs(ring, c);
       const JobPlan& rp = *p.find("ring");
       const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + rp.reason;
