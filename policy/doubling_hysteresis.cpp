@@ -155,7 +155,8 @@ DoublingResult DoublingRound::run_exact() {
       bool starving_waits =
           starves(plan, alt, j) || (lends_with_lead(j) && keeps_arrival_waiting(plan, alt));
       bool too_soon = this->too_soon(j) &&
-                      !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j));
+                      !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j),
+                                      starves_short(plan, alt, j));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
                         (shrinks_into_late(j, plan.gpus[j]) &&
                          !fair_hold_yields(plan, alt, j))) &&
@@ -235,7 +236,8 @@ DoublingResult DoublingRound::run_incremental() {
       double gain = h.cost - w_cost + costs_.restart_s;
       resize_gain[j] = gain;
       bool starving_waits = starves(w, h) || (lends_with_lead(j) && keeps_arrival_waiting(w, h));
-      bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h));
+      bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h),
+                                                  starves_short(w, h, j));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
                         (shrinks_into_late(j, w.gpus[j]) && !fair_hold_yields(w, h))) &&
                        !fair_grow(w, j) && !starving_waits;

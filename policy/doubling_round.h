@@ -320,11 +320,30 @@ class DoublingRound {
   // GPUs, which the next plan, once the interval passed, gave back: held-out phillyd on v100x4
   // (seeds 21-60, 120 scenarios) missed Tiresias's p99 or max FTF in 13, 5 with it
   // (docs/combined-fairness.md). A yield for a starving job within the grace raised restarts 22%.
-  bool interval_yields(size_t j, bool starving_waits, Squeeze squeeze) const {
+  //
+  // Within the grace, also to keep waiting a starving job that the rest of the grace would make
+  // late by more than kGraceWaitFraction of its time alone (starves_short()): a 269 s resnet18
+  // waited 35 s there behind lenders that had just restarted (finish-time fairness 1.13,
+  // Tiresias's 1.09; phillyd v100x4 L0.5 s2 with links of 100 GB/s). Only such short jobs: the
+  // grace keeps the restarts that a yield to every starving job costs.
+  bool interval_yields(size_t j, bool starving_waits, Squeeze squeeze,
+                       bool short_starving_waits) const {
     if (!curves_.job(j).interval_yields) return false;
     if (now_s_ - curves_.job(j).last_resize_s < costs_.grace_s())
-      return squeeze == Squeeze::Stops;
+      return squeeze == Squeeze::Stops || short_starving_waits;
     return starving_waits || squeeze != Squeeze::None;
+  }
+  static constexpr double kGraceWaitFraction = 0.05;
+  // Whether the hold of j (a full re-plan or hold()'s repair) keeps waiting a starving job,
+  // shorter than j (starving_before()), for which the wait until j's grace ends is more than
+  // kGraceWaitFraction of its time alone (DoublingJob::alone_s).
+  template <typename HeldPlan>
+  bool starves_short(const Assignment& plan, const HeldPlan& held, size_t j) const {
+    const double wait = curves_.job(j).last_resize_s + costs_.grace_s() - now_s_;
+    if (!(wait > 0)) return false;
+    return keeps_waiting(plan, held, [&](size_t k) {
+      return starving_before(k, j) && curves_.job(k).alone_s * kGraceWaitFraction < wait;
+    });
   }
   // What holding j does to the running jobs within their requests (at most their requested size
   // or the base the starvation bound raised it to) on j's set of types: the worst of stopping

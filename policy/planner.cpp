@@ -193,6 +193,7 @@ Plan Planner::plan(const Snapshot& snap) const {
                 dj[i].alone_left_s = work / alone - waited;
               }
             }
+            if (lend_horizon_s > 0) dj[i].alone_s = work / alone;  // fixed-size jobs too
             // Waiting, and late even if it started now at its base size: a running job that
             // needs longer is not held for a small gain when that would keep it waiting
             // (doubling_round.h, starves()). Without this, elastic jobs grown over a 64-GPU

@@ -198,7 +198,8 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // A long elastic job that may use V100s or K80s holds all 8 V100s; a short 1-GPU job that may
   // use only V100s arrives. The count round plans the V100s and K80s as one pool of 16, where
   // both fit; the long job gives V100s back (it may run on fewer) so that the short one starts,
-  // unless it may not be resized (within its minimum interval, or not stoppable at its base).
+  // unless it may not be resized (within its minimum interval and 2 s from the end of its grace
+  // after its restart, or not stoppable at its base).
   void jobThatCanUseOneTypeGetsItBack() {
     for (int mode : {0, 1, 2, 3}) {  // 0: preempt; 1: no preempt; 2: within the interval; 3: base 8, no preempt
       Snapshot s;
@@ -207,7 +208,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       Job l = job("long", "resnet50-b64", mode == 3 ? 8 : 1, 8, 1e7);
       l.allowed_types = {"v100", "k80"};
       make_running(l, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
-                   mode == 2 ? s.now_s - 10 : 0);
+                   mode == 2 ? s.now_s - 58 : 0);
       Job w = job("short", "resnet50-b64", 1, 1, 2000);
       w.allowed_types = {"v100"};
       w.submit_s = s.now_s;
@@ -269,22 +270,25 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // others, one of which ends in 20 s. Shrinking the long job costs the sum of finish times more
   // than the new job's wait, so the gain rule would hold it at 2. A job of 5 minutes, which a
   // hold until the long job's next resize chance would make late by more than half its time
-  // alone, is not held behind it: it starts now. One of 3 hours waits the 20 s; and within the
-  // long job's minimum interval the short one waits too.
+  // alone, is not held behind it: it starts now. One of 3 hours waits the 20 s. Within the
+  // long job's minimum interval and its grace after its restart (60 s), the short one waits too
+  // when 2 s of the grace are left, but not when 50 s are, more than 5% of its time alone.
   void shortArrivalIsNotHeldBehindLongerJob() {
     const std::string model = "resnet50-b64";
     ThroughputModel m(gavel());
     const double per_s = m.iters_per_s(model, "v100", 1);
     struct Case {
       double alone_s;
-      bool too_soon, starts;
+      double since;  // since the long job's restart; 0: long ago
+      bool starts;
     };
-    for (const Case& c : {Case{300, false, true}, Case{300, true, false}, Case{3 * 3600, false, false}}) {
+    for (const Case& c : {Case{300, 0, true}, Case{300, 58, false}, Case{300, 10, true},
+                          Case{3 * 3600, 0, false}}) {
       Snapshot s;
       s.cluster.nodes = {Node{"v100-1", "v100", 4}};
       s.now_s = 10000;
       Job l = job("long", model, 1, 2, 1e7);
-      make_running(l, plan_on({Placement{"v100-1", "v100", 2}}), c.too_soon ? s.now_s - 10 : 0);
+      make_running(l, plan_on({Placement{"v100-1", "v100", 2}}), c.since > 0 ? s.now_s - c.since : 0);
       Job e = fixed_job("ends", model, 1, 20 * per_s);
       make_running(e, plan_on({Placement{"v100-1", "v100", 1}}), 0);
       Job d = fixed_job("other", model, 1, 1e7);
@@ -294,7 +298,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       s.jobs = {l, e, d, w};
       Plan p = plan_checked(s, Policy::Combined, false);
       const JobPlan *lp = p.find("long"), *wp = p.find("new");
-      const std::string what = std::to_string(c.alone_s) + " s" + (c.too_soon ? ", within the interval" : "") +
+      const std::string what = std::to_string(c.alone_s) + " s, restarted " + std::to_string(c.since) + " s ago" +
                                ": long: " + lp->reason + "; new: " + wp->reason;
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts, wp->runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.starts ? 1 : 2, lp->gpus);
@@ -359,9 +363,11 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // interval (300 s). A 1-GPU job of 100 s arrives: a hold of the interval would make it late
   // (starving). Past the grace after a restart, the grown job gives back GPUs down to no less
   // than its request, and never grows; within the grace, at its request, or when the arrival
-  // is long (not starving), the interval holds it and the arrival waits. Within the grace the
-  // plan names its end (Plan::wake_s: the restart at now - since, plus 2 x the 30 s restart
-  // cost), when the lender yields though no job arrives or ends; otherwise no wake.
+  // is long (not starving), the interval holds it and the arrival waits. Within the grace, the
+  // lender yields too when the rest of the grace is more than 5% of the arrival's time alone
+  // (10 s since its restart: 50 s of 100); with 2 s left the arrival waits, and the plan names
+  // the grace's end (Plan::wake_s: the restart at now - since, plus 2 x the 30 s restart cost),
+  // when the lender yields though no job arrives or ends; otherwise no wake.
   void intervalYieldsLentGpusToAStarvingArrival() {
     const std::string model = "resnet50-b64";
     ThroughputModel m(gavel());
@@ -372,7 +378,8 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       bool yields;
       bool wakes;        // the plan names the grace's end
     };
-    for (const Case& c : {Case{200, 1, 100, true, false}, Case{10, 1, 100, false, true},
+    for (const Case& c : {Case{200, 1, 100, true, false}, Case{10, 1, 100, true, false},
+                          Case{58, 1, 100, false, true},
                           Case{200, 4, 100, false, false}, Case{200, 1, 1e6, false, false}}) {
       Snapshot s;
       s.cluster.nodes = {Node{"v100-1", "v100", 4}};

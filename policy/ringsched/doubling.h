@@ -75,6 +75,10 @@ struct DoublingJob {
   // shrunk to fair_max_gpus now and restarted, still finishes within it gives its lent GPUs back
   // to a waiting job rather than be held for its gain (DoublingRound::lends_with_lead()).
   double alone_left_s = std::numeric_limits<double>::infinity();
+  // Ours (combined, with lend_horizon_s): its run time alone at its requested size (infinite:
+  // not set). Within a lender's grace after its restart, a starving job that the grace would
+  // make late by more than a small part of it takes lent GPUs back (DoublingRound::starves_short).
+  double alone_s = std::numeric_limits<double>::infinity();
 
   // The size the job asked for as lending counts it: its requested size as the fairness pass
   // counts it, or the base it runs at if that is more (a late job's raised base). GPUs above it
