@@ -53,6 +53,7 @@ PlanFile sample_plan() {
   pf.plan.objective_s = 4321.125;
   pf.plan.decision_ms = 0.1;  // not exact in binary: the figure must come back all the same
   pf.plan.lend_horizon_s = 3924;
+  pf.plan.wake_s = 1700000165;  // 42 s after generated_at
   ringsched::JobPlan a;
   a.job_id = "17";
   a.order = 0;
@@ -131,6 +132,7 @@ class PlanFileTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL(in.plan.objective_s, out.plan.objective_s);
     CPPUNIT_ASSERT_EQUAL(in.plan.decision_ms, out.plan.decision_ms);
     CPPUNIT_ASSERT_EQUAL(in.plan.lend_horizon_s, out.plan.lend_horizon_s);
+    CPPUNIT_ASSERT_EQUAL(in.plan.wake_s, out.plan.wake_s);
     CPPUNIT_ASSERT_EQUAL(in.plan.jobs.size(), out.plan.jobs.size());
     for (size_t i = 0; i < in.plan.jobs.size(); ++i) {
       const auto &x = in.plan.jobs[i], &y = out.plan.jobs[i];
@@ -228,6 +230,7 @@ class PlanFileTest : public CppUnit::TestFixture {
         {"\"p100\": 4", "\"p100\": 99999999", "plan.jobs[0].gpus_by_type.p100: expected a whole number"},
         {"\"spb_depth\": 0.75", "\"spb_depth\": 7.5", "plan.jobs[0].spb_depth: expected a number in 0..1"},
         {"\"lend_horizon_s\": 3924.0", "\"lend_horizon_s\": \"long\"", "plan.lend_horizon_s: expected a number"},
+        {"\"wake_s\": 1700000165.0", "\"wake_s\": -5", "plan.wake_s: expected a number"},
         {"\"order\": 1,", "\"order\": 1.5,", "plan.jobs[1].order: expected a whole number"},
         {"\"generated_at\": 1700000123", "\"generated_at\": \"now\"", "generated_at: expected a whole number"},
         {"\"reason\": \"faster on p100\"", "\"why\": \"faster on p100\"", "plan.jobs[0].reason: missing"},
@@ -249,6 +252,12 @@ class PlanFileTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(key != std::string::npos);
     old.erase(key, std::string("\"lend_horizon_s\": 3924.0,").size());
     CPPUNIT_ASSERT_EQUAL(0.0, ringsched::read_plan_file(dir.write("old.json", old)).plan.lend_horizon_s);
+    // Nor its wake: none.
+    const size_t wake = old.find("\"wake_s\": 1700000165.0");
+    CPPUNIT_ASSERT(wake != std::string::npos);
+    old.erase(wake, std::string("\"wake_s\": 1700000165.0").size());
+    old.erase(old.rfind(',', wake), 1);
+    CPPUNIT_ASSERT_EQUAL(0.0, ringsched::read_plan_file(dir.write("old2.json", old)).plan.wake_s);
     const std::string list = dir.write("list.json", "[1, 2]\n");
     CPPUNIT_ASSERT(contains(error_of([&] { ringsched::read_plan_file(list); }), "not a ringsched plan"));
   }
@@ -261,6 +270,7 @@ class PlanFileTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_EQUAL_MESSAGE(out, 0, rc);
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "policy combined"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "lend horizon 3924 s"));
+    CPPUNIT_ASSERT_MESSAGE(out, contains(out, "plans again 42 s after it"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "p100 8/8") && contains(out, "v100 2/4"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "17       running  resnet50             1-8     2xv100     4xp100     0     resize"));
     CPPUNIT_ASSERT_MESSAGE(out, contains(out, "18       pending"));

@@ -53,6 +53,10 @@ int cmd_status(const std::string& plan_path) {
   std::printf("plan: %s, policy %s, %lld s old, decided in %.2f ms", plan_path.c_str(), pf.plan.policy.c_str(),
               static_cast<long long>(std::time(nullptr)) - pf.generated_at, pf.plan.decision_ms);
   if (pf.plan.lend_horizon_s > 0) std::printf(", lend horizon %.0f s", pf.plan.lend_horizon_s);
+  // Plan::wake_s: a lender's grace ends while a starving job waits; the thread plans again then.
+  if (pf.plan.wake_s > 0)
+    std::printf(", plans again %.0f s after it (a hold ends while a starving job waits)",
+                pf.plan.wake_s - static_cast<double>(pf.generated_at));
   std::printf("\n");
   std::map<std::string, std::pair<long long, long long>> by_type;
   for (const ringsched::PlanFileNode& n : pf.cluster) {

@@ -94,6 +94,7 @@ json_t* plan_json(const Plan& plan) {
   json_object_set_new(o, "objective_s", real_json(plan.objective_s));
   json_object_set_new(o, "decision_ms", real_json(plan.decision_ms));
   json_object_set_new(o, "lend_horizon_s", real_json(plan.lend_horizon_s));
+  json_object_set_new(o, "wake_s", real_json(plan.wake_s));
   json_t* jobs = json_array();
   for (const JobPlan& j : plan.jobs) json_array_append_new(jobs, job_plan_json(j));
   json_object_set_new(o, "jobs", jobs);
@@ -338,6 +339,8 @@ PlanFile read_plan_file(const std::string& path) {
   pf.plan.decision_ms = r.real(plan, "plan", "decision_ms");
   // Absent from plans written before the lend horizon followed arrivals (2026-11).
   if (json_object_get(plan, "lend_horizon_s")) pf.plan.lend_horizon_s = r.real(plan, "plan", "lend_horizon_s");
+  // Absent from plans written before the plan recorded its wake (2026-12): none.
+  if (json_object_get(plan, "wake_s")) pf.plan.wake_s = r.real(plan, "plan", "wake_s");
   pf.plan.jobs = read_rows<JobPlan>(r, plan, "plan", "jobs", read_job_plan);
   return pf;
 }
