@@ -180,10 +180,10 @@ Plan Planner::plan(const Snapshot& snap) const {
         dj[i].speed = model.speed(j.model, v.best_type);
         if (config_.fairness > 0) {
           const int want = requested_size(j, v, config_.power_of_two);
-          double alone = model.iters_per_s(j.model, v.best_type, want);
-          double work = j.iterations > 0 ? j.iterations : j.remaining;
+          const AloneAtRequest at_request = alone_at_request(model, j, v, config_.power_of_two, snap.now_s);
+          const double alone = at_request.speed, work = at_request.work;
           if (alone > 0) {
-            double waited = std::max(0.0, snap.now_s - j.submit_s);
+            const double waited = at_request.waited;
             double fair_run_s = config_.fairness * work / alone - waited;
             if (j.elastic) {
               dj[i].fair_max_gpus = want;

@@ -52,13 +52,11 @@ bool move_makes_late(const GatherPass& g, int k) {
   const Job& j = g.snap.jobs[k];
   const JobView& v = g.views[k];
   if (!v.known) return false;
-  const double alone = g.model.iters_per_s(j.model, v.best_type,
-                                           requested_size(j, v, g.power_of_two));
+  const AloneAtRequest a = alone_at_request(g.model, j, v, g.power_of_two, g.snap.now_s);
   const double now = g.model.iters_per_s_mixed(j.model, g.plan.jobs[k].gpus_by_type);
-  if (!(alone > 0) || !(now > 0)) return false;
-  const double work = j.iterations > 0 ? j.iterations : j.remaining;
-  const double alone_left = work / alone - std::max(0.0, g.snap.now_s - j.submit_s);
-  const double bound = alone_left + kMoveLateFraction * work / alone;
+  if (!(a.speed > 0) || !(now > 0)) return false;
+  const double alone_left = a.work / a.speed - a.waited;
+  const double bound = alone_left + kMoveLateFraction * a.work / a.speed;
   return j.remaining / now <= bound && g.costs.restart_s + j.remaining / now > bound;
 }
 

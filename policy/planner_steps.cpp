@@ -308,6 +308,15 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
   return changed;
 }
 
+AloneAtRequest alone_at_request(const ThroughputModel& model, const Job& j, const JobView& v,
+                                bool pow2, double now_s) {
+  AloneAtRequest a;
+  a.speed = model.iters_per_s(j.model, v.best_type, requested_size(j, v, pow2));
+  a.work = j.iterations > 0 ? j.iterations : j.remaining;
+  a.waited = std::max(0.0, now_s - j.submit_s);
+  return a;
+}
+
 int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
                                     double now_s) {
   int marked = 0;

@@ -38,6 +38,18 @@ inline int requested_size(const Job& j, const JobView& v, bool pow2) {
   return std::clamp(round_range_min(std::max(1, j.requested_gpus), pow2), v.lo, v.hi);
 }
 
+// What finish-time fairness measures a job against, its time alone at its requested size on
+// its best type: work / speed (the whole job's iterations, its remaining ones where unknown),
+// `waited` of it spent waiting since submission. The fairness pass and the gather's on-time
+// move rule both start from it. speed 0: not known.
+struct AloneAtRequest {
+  double work = 0;    // iterations
+  double speed = 0;   // iterations/s at requested_size() on best_type
+  double waited = 0;  // seconds since submission
+};
+AloneAtRequest alone_at_request(const ThroughputModel& model, const Job& j, const JobView& v,
+                                bool pow2, double now_s);
+
 // Shortest predicted remaining time t first, divided by the response ratio (t + w) / t of the
 // time w it has waited: key = t^2 / (t + aging * w). A job's key falls towards 0 as it waits, so
 // it comes before any job of key k once w > t^2 / k: none starves. On the Philly-derived trace
