@@ -106,7 +106,7 @@ Assignment DoublingRound::plan_with_interval_pins(std::vector<char>& pinned,
   for (size_t j = 0; j < curves_.size(); ++j) {
     const DoublingJob& job = curves_.job(j);
     if (!job.running || pinned[j] || !curves_.current_is_valid(j) || !too_soon(j) ||
-        job.interval_yields)
+        job.interval_yields || job.interval_grows)
       continue;
     pinned[j] = 1;
     pinned_for_interval[j] = plan.gpus[j] != job.current_gpus;
@@ -154,7 +154,7 @@ DoublingResult DoublingRound::run_exact() {
       resize_gain[j] = gain;
       bool starving_waits =
           starves(plan, alt, j) || (lends_with_lead(j) && keeps_arrival_waiting(plan, alt));
-      bool too_soon = this->too_soon(j) &&
+      bool too_soon = interval_holds(plan, j) &&
                       !interval_yields(j, starving_waits, squeezes_within_request(plan, alt, j),
                                       starves_short(plan, alt, j));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
@@ -221,7 +221,7 @@ DoublingResult DoublingRound::run_incremental() {
       if (!is_resized(w, pinned, j) || released[j]) continue;
       Held h = hold(w, pinned, m, static_cast<int>(j), w_cost);
       double gain = h.cost - w_cost + costs_.restart_s;
-      candidates.push_back({too_soon(j), gain, static_cast<int>(j)});
+      candidates.push_back({interval_holds(w, j), gain, static_cast<int>(j)});
     }
     std::sort(candidates.begin(), candidates.end(), [this](const Candidate& x, const Candidate& y) {
       if (x.too_soon != y.too_soon) return x.too_soon;
@@ -236,7 +236,7 @@ DoublingResult DoublingRound::run_incremental() {
       double gain = h.cost - w_cost + costs_.restart_s;
       resize_gain[j] = gain;
       bool starving_waits = starves(w, h) || (lends_with_lead(j) && keeps_arrival_waiting(w, h));
-      bool soon = too_soon(j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h),
+      bool soon = interval_holds(w, j) && !interval_yields(j, starving_waits, squeezes_within_request(w, h),
                                                   starves_short(w, h, j));
       bool too_small = (gain < costs_.min_gain_multiple * costs_.restart_s ||
                         (shrinks_into_late(j, w.gpus[j]) && !fair_hold_yields(w, h))) &&

@@ -256,6 +256,13 @@ class DoublingRound {
     return now_s_ - curves_.job(j).last_resize_s < costs_.min_interval_s;
   }
 
+  // The interval rule as step 3 applies it to the plan: a job marked interval_grows is held
+  // only against a shrink or a stop.
+  bool interval_holds(const Assignment& plan, size_t j) const {
+    const DoublingJob& d = curves_.job(j);
+    return too_soon(j) && !(d.interval_grows && plan.gpus[j] > d.current_gpus);
+  }
+
   // A running job the fairness pass grows: its resize is not held for a small gain (it moves
   // GPUs from jobs that gain more per GPU, so the sum of finish times often rises), only by the
   // interval rule.

@@ -236,6 +236,13 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (int i = 0; i < n; ++i)
         if (late[i].fitted) dj[i].min_gpus = dj[i].requested = late[i].gpus;
     yield_lent_gpus_within_interval(dj, config_.costs, snap.now_s);
+    if (config_.policy == Policy::Combined) {
+      std::vector<int> largest_node(n, 0);
+      for (int i = 0; i < n; ++i)
+        for (const std::string& t : views[i].types)
+          largest_node[i] = std::max(largest_node[i], largest_node_of_type[t]);
+      grow_short_jobs_within_interval(dj, config_.costs, snap.now_s, largest_node);
+    }
     for (int i = 0; i < n; ++i) {
       starving[i] = dj[i].starving;
       if (dj[i].interval_yields)

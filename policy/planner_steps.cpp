@@ -334,6 +334,26 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
   return marked;
 }
 
+int grow_short_jobs_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
+                                    double now_s, const std::vector<int>& largest_node) {
+  int marked = 0;
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    DoublingJob& d = jobs[i];
+    const double since_s = now_s - d.last_resize_s;
+    const int request = std::min(d.request(), d.max_gpus);
+    if (!d.running || !d.elastic || d.interval_yields || d.current_gpus >= request ||
+        request > largest_node[i] || !pow2(d.current_gpus) || d.current_gpus < d.min_gpus ||
+        !(since_s >= costs.grace_s()) || !(since_s < costs.min_interval_s))
+      continue;
+    d.min_gpus = d.current_gpus;
+    d.max_gpus = request;
+    d.interval_grows = true;
+    ++marked;
+  }
+  return marked;
+}
+
 double wake_after_holds(const Plan& plan, const std::vector<char>& starving,
                         const std::vector<double>& grace_end_s, double now_s) {
   bool waits = false;

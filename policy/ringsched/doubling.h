@@ -49,6 +49,11 @@ struct DoublingJob {
   // lent GPUs come back for a starving arrival or for a job that asked for them, and nothing
   // else moves within the interval.
   bool interval_yields = false;
+  // Within the minimum interval but past the grace after its restart, a running elastic job
+  // below its requested size (request()) that the interval rule holds only against a shrink or
+  // a stop: it may grow towards its request. The planner sets it (combined), with min_gpus at
+  // its current size and max_gpus at the request.
+  bool interval_grows = false;
   // A running job that the planner's starvation bound admitted at a raised size (it would finish
   // too late at its minimum). Step 1 admits it before the waiting jobs that are not starving,
   // wherever the policy order puts them: an arrival that is not late does not stop a late job.
