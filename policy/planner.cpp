@@ -100,6 +100,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       v.known = w.known;
       v.predicted = w.predicted;
       v.late_cap = w.late_cap;
+      v.largest_node = w.largest_node;
     } else {
       std::vector<std::pair<double, const std::string*>> by_speed;  // at 1 GPU, fastest first
       for (const std::string& t : cluster_types)
@@ -117,6 +118,7 @@ Plan Planner::plan(const Snapshot& snap) const {
           if (j.allows(t)) v.types.push_back(t);
       }
       v.late_cap = late_cap_of(v.types, gpus_by_type, largest_node_of_type, late_cap, config_);
+      v.largest_node = largest_node_of(v.types, largest_node_of_type);
     }
     int cap = total_gpus;
     if (j.elastic) {
@@ -236,13 +238,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       for (int i = 0; i < n; ++i)
         if (late[i].fitted) dj[i].min_gpus = dj[i].requested = late[i].gpus;
     yield_lent_gpus_within_interval(dj, config_.costs, snap.now_s);
-    if (config_.policy == Policy::Combined) {
-      std::vector<int> largest_node(n, 0);
-      for (int i = 0; i < n; ++i)
-        for (const std::string& t : views[i].types)
-          largest_node[i] = std::max(largest_node[i], largest_node_of_type[t]);
-      grow_short_jobs_within_interval(dj, config_.costs, snap.now_s, largest_node);
-    }
+    if (config_.policy == Policy::Combined) grow_short_jobs_within_interval(dj, views, config_.costs, snap.now_s);
     for (int i = 0; i < n; ++i) {
       starving[i] = dj[i].starving;
       if (dj[i].interval_yields)

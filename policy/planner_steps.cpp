@@ -206,18 +206,26 @@ LateAdmission late_admission_size(const ThroughputModel& model, const PlannerCon
   return out;
 }
 
+int largest_node_of(const std::vector<std::string>& types,
+                    const std::map<std::string, int>& largest_node_of_type) {
+  int node = 0;
+  for (const std::string& t : types) {
+    auto l = largest_node_of_type.find(t);
+    if (l != largest_node_of_type.end()) node = std::max(node, l->second);
+  }
+  return node;
+}
+
 int late_cap_of(const std::vector<std::string>& types,
                 const std::map<std::string, int>& gpus_by_type,
                 const std::map<std::string, int>& largest_node_of_type, int cluster_cap,
                 const PlannerConfig& config) {
   long pool = 0;
-  int node = 0;
   for (const std::string& t : types) {
     auto g = gpus_by_type.find(t);
-    auto l = largest_node_of_type.find(t);
     if (g != gpus_by_type.end()) pool += g->second;
-    if (l != largest_node_of_type.end()) node = std::max(node, l->second);
   }
+  const int node = largest_node_of(types, largest_node_of_type);
   int cap = std::max(1, static_cast<int>(config.late_share * pool));
   cap = std::min(cluster_cap, std::max(cap, node));
   return config.power_of_two ? floor_power_of_two(cap) : cap;
@@ -334,16 +342,16 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
   return marked;
 }
 
-int grow_short_jobs_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
-                                    double now_s, const std::vector<int>& largest_node) {
+int grow_short_jobs_within_interval(std::vector<DoublingJob>& jobs, const std::vector<JobView>& views,
+                                    const ResizeCosts& costs, double now_s) {
   int marked = 0;
-  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
   for (size_t i = 0; i < jobs.size(); ++i) {
     DoublingJob& d = jobs[i];
     const double since_s = now_s - d.last_resize_s;
     const int request = std::min(d.request(), d.max_gpus);
-    if (!d.running || !d.elastic || d.interval_yields || d.current_gpus >= request ||
-        request > largest_node[i] || !pow2(d.current_gpus) || d.current_gpus < d.min_gpus ||
+    // A lender (interval_yields) is above its request: the first test leaves it out.
+    if (!d.running || !d.elastic || d.current_gpus >= request || request > views[i].largest_node ||
+        !is_power_of_two(d.current_gpus) || d.current_gpus < d.min_gpus ||
         !(since_s >= costs.grace_s()) || !(since_s < costs.min_interval_s))
       continue;
     d.min_gpus = d.current_gpus;

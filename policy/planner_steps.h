@@ -28,6 +28,7 @@ struct JobView {
   bool predicted = false;          // best type's speed comes from model similarity
   int lo = 1, hi = 1;              // GPU range after bounds and power-of-two rounding
   int late_cap = 1;                // the starvation bound's cap on its types (late_cap_of())
+  int largest_node = 0;            // the most GPUs one node of its types has (largest_node_of())
 };
 
 inline int round_range_min(int n, bool pow2) { return pow2 ? ceil_power_of_two(n) : n; }
@@ -152,6 +153,10 @@ LateAdmission late_admission_size(const ThroughputModel& model, const PlannerCon
                                   const Job& j, const std::string& type, int lo, int want, int cap,
                                   double waited_s, double alone_s, bool one_type);
 
+// The most GPUs one node of these types has (largest_node_of_type: per type; 0: none).
+int largest_node_of(const std::vector<std::string>& types,
+                    const std::map<std::string, int>& largest_node_of_type);
+
 // The most GPUs the starvation bound admits a job that may run on `types` at
 // (late_admission_size()'s `cap`; JobView::late_cap, once per model and types): late_share of
 // the GPUs of those types, but never below one whole node of them, nor above
@@ -222,15 +227,15 @@ int yield_lent_gpus_within_interval(std::vector<DoublingJob>& jobs, const Resize
 // A job short of its request grows within the interval. A running elastic job below its
 // request (placed short of the size its plan counted, where no node had that many free as it
 // started), past its grace (ResizeCosts::grace_s), whose request one node of its types holds
-// (largest_node[i]: the most GPUs one such node has), gets interval_grows: its minimum raised
+// (JobView::largest_node), gets interval_grows: its minimum raised
 // to its current size (a power of two), its maximum lowered to its request, so the interval
 // holds it only against a shrink or a stop. An 8-GPU resnet50 of 2,009 s placed on 4 V100s of
 // an 8-GPU node was held there 442 s by the interval (finish-time fairness 1.115, Tiresias's
 // worst 1.082; phillyd v100x8 L0.5 s30). Where no node holds the request the count gave GPUs
 // to grows the placement could not place: on 4-GPU nodes a late 8-GPU job then ran spread over
 // three (FTF 3.15, phillyd p100v100x4 L1 s42). Returns how many it marked.
-int grow_short_jobs_within_interval(std::vector<DoublingJob>& jobs, const ResizeCosts& costs,
-                                    double now_s, const std::vector<int>& largest_node);
+int grow_short_jobs_within_interval(std::vector<DoublingJob>& jobs, const std::vector<JobView>& views,
+                                    const ResizeCosts& costs, double now_s);
 
 // When the plan must be made again though no job arrives or ends: a starving job the plan
 // leaves waiting (starving[i], plan.jobs[i] not running), while a lender that keeps running
