@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A job that starts spread over two nodes gathers on one by moving a lender off it, also while
+// that lender is within its minimum interval, by giving back lent GPUs (planner_gather.cpp,
+// yields_lent_within_interval()).
+#include <cppunit/extensions/HelperMacros.h>
+
+#include <string>
+#include <vector>
+
+#include "ringsched/planner.h"
+#include "planner_fixtures.h"
+#include "test_util.h"
+
+using namespace ringsched;
+using namespace planner_fixtures;
+
+class PlannerGatherLendersTest : public CppUnit::TestFixture {
+  CPPUNIT_TEST_SUITE(PlannerGatherLendersTest);
+  CPPUNIT_TEST(startingJobGathersPastALenderWithinItsInterval);
+  CPPUNIT_TEST_SUITE_END();
+
+ public:
+  // Two 8-GPU V100 nodes; on each, one running elastic job (resnet50-b64, days of work) holds 4
+  // GPUs, resized `since` seconds ago (the interval is 300 s, the grace 60 s), and asked for
+  // `requested`. "big" (transformer, fixed at 8) arrives: the 4 + 4 free GPUs hold it only over
+  // both nodes. Where the running jobs are lenders (asked for 1, hold 4): within the interval,
+  // past the grace, one gives back 2 lent GPUs and moves onto the other node at 2, and "big" runs
+  // whole on one node; past the interval it moves whole at 4, as before. Within the grace, or
+  // where both run at their request (4) within the interval, neither moves and "big" stays on
+  // two nodes.
+  void startingJobGathersPastALenderWithinItsInterval() {
+    struct Case {
+      double since;
+      int requested;
+      bool gathers;
+      int mover_gpus;  // the size the lender moves at, where one moves
+    };
+    for (const Case& c : {Case{100, 1, true, 2}, Case{400, 1, true, 4}, Case{100, 4, false, 0},
+                          Case{30, 1, false, 0}}) {
+      Snapshot s;
+      s.cluster.nodes = {Node{"v100-1", "v100", 8}, Node{"v100-2", "v100", 8}};
+      s.now_s = 10000;
+      std::vector<Job> jobs;
+      for (int k = 1; k <= 2; ++k) {
+        const std::string node = "v100-" + std::to_string(k);
+        Job r = job("run" + std::to_string(k), "resnet50-b64", 1, 4, 1e7);
+        r.requested_gpus = c.requested;
+        r.submit_s = s.now_s - 5000;
+        make_running(r, plan_on({Placement{node, "v100", 4}}), s.now_s - c.since);
+        jobs.push_back(r);
+      }
+      Job big = job("big", "transformer-b32", 8, 8, 1e6);
+      big.elastic = false;
+      big.requested_gpus = 8;
+      big.submit_s = s.now_s;
+      jobs.push_back(big);
+      s.jobs = jobs;
+      Plan p = plan_checked(s, Policy::Combined);
+      const JobPlan& jp = *p.find("big");
+      const std::string what = "since " + std::to_string(c.since) + " requested " +
+                               std::to_string(c.requested) + ": " + jp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, jp.runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, jp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.gathers ? size_t(1) : size_t(2), jp.placement.size());
+      int moved = 0;
+      for (const char* id : {"run1", "run2"}) {
+        const JobPlan& r = *p.find(id);
+        CPPUNIT_ASSERT_MESSAGE(what + " / " + r.reason, r.runs);
+        if (!contains(r.reason, "so that big gathers")) continue;
+        ++moved;
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + r.reason, c.mover_gpus, r.gpus);
+      }
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.gathers ? 1 : 0, moved);
+    }
+  }
+};
+
+CPPUNIT_TEST_SUITE_REGISTRATION(PlannerGatherLendersTest);
