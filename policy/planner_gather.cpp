@@ -78,8 +78,8 @@ int lent_gpus(const GatherPass& g, int k) {
 }
 
 // Whether lender k (above its request, whole on one node, kept on its GPUs otherwise), within its
-// minimum interval but past the grace after its restart, may move off a node for a job that
-// starts this round (`keep`) by giving back lent GPUs: the interval keeps a job's own size
+// minimum interval but past the grace after its restart, may move off a node for a waiting job
+// that starts this round (`keep`) by giving back lent GPUs: the interval keeps a job's own size
 // steady, not GPUs lent to it, and a lender within it yields them to a job within its request
 // in the doubling round too (DoublingJob::interval_yields). Only by giving some back (a move at
 // its size is what the interval holds off), so each lend yields a few times at most. Tried
@@ -271,13 +271,16 @@ void gather_by_swaps(GatherPass& g, const std::vector<int>& order) {
         }
       std::vector<Move> moves;
       int restarts = 0;
-      // For a job that starts or restarts this round, lenders within their interval yield lent
-      // GPUs (yields_lent_within_interval()). An 8-GPU imagenet job arrived when two T4 nodes had
-      // 4 free each beside a job that asked for 1 and held 4, lent 245 s and 288 s before: it
+      // For a job that starts this round, lenders within their interval yield lent GPUs
+      // (yields_lent_within_interval()). An 8-GPU imagenet job arrived when two T4 nodes had 4
+      // free each beside a job that asked for 1 and held 4, lent 245 s and 288 s before: it
       // started over both nodes, gathered (a restart) when the intervals ended, and finished
-      // 1.134x its time alone (Tiresias's worst 1.077; efd a100t4x8 L0.5 s70).
+      // 1.134x its time alone (Tiresias's worst 1.077; efd a100t4x8 L0.5 s70). Not for a running
+      // job the plan places again (tried: on Gavel's Philly trace on K80 + V100 nodes an 8-GPU
+      // lm job over both types, placed again pass after pass, restarted 308 times, not once).
+      const bool starts = j.state != JobState::Running;
       if (!moves_off(g, on_node[a], i, jp.gpus - here - g.free.free(a), room, false, moves,
-                     restarts, !g.frozen[i]))
+                     restarts, starts))
         continue;
       const double cost = (restarts + (g.frozen[i] ? 1 : 0)) * c;
       const double f_one = locality.factor(static_cast<int>(s), {{target, jp.gpus}});

@@ -44,8 +44,8 @@ void gather_onto_free_gpus(GatherPass& g);
 // restarts it costs -- one per moved running job that would otherwise keep its GPUs, one for the
 // job itself if it would -- plus min_gain_multiple restarts, the gain counted only until the last
 // of those running jobs would end (the node comes free then without a move); no kept job within
-// min_interval_s of its last resize, none that may not move -- except, for a job that starts or
-// restarts this round, a lender past the grace that gives back lent GPUs to move (it moves at a
+// min_interval_s of its last resize, none that may not move -- except, for a waiting job that
+// starts this round, a lender past the grace that gives back lent GPUs to move (it moves at a
 // smaller size, down to its request). Jobs in `order` first.
 void gather_by_swaps(GatherPass& g, const std::vector<int>& order);
 

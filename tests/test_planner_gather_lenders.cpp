@@ -27,16 +27,19 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
   // past the grace, one gives back 2 lent GPUs and moves onto the other node at 2, and "big" runs
   // whole on one node; past the interval it moves whole at 4, as before. Within the grace, or
   // where both run at their request (4) within the interval, neither moves and "big" stays on
-  // two nodes.
+  // two nodes; so too where "big" already runs there (only a job that starts is given lent GPUs
+  // within the interval).
   void startingJobGathersPastALenderWithinItsInterval() {
     struct Case {
       double since;
       int requested;
       bool gathers;
       int mover_gpus;  // the size the lender moves at, where one moves
+      bool big_runs;   // "big" already runs over both nodes (since 1,000 s), not starting
     };
-    for (const Case& c : {Case{100, 1, true, 2}, Case{400, 1, true, 4}, Case{100, 4, false, 0},
-                          Case{30, 1, false, 0}}) {
+    for (const Case& c : {Case{100, 1, true, 2, false}, Case{400, 1, true, 4, false},
+                          Case{100, 4, false, 0, false}, Case{30, 1, false, 0, false},
+                          Case{100, 1, false, 0, true}}) {
       Snapshot s;
       s.cluster.nodes = {Node{"v100-1", "v100", 8}, Node{"v100-2", "v100", 8}};
       s.now_s = 10000;
@@ -53,12 +56,18 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
       big.elastic = false;
       big.requested_gpus = 8;
       big.submit_s = s.now_s;
+      if (c.big_runs) {
+        big.submit_s = s.now_s - 1000;
+        make_running(big, plan_on({Placement{"v100-1", "v100", 4}, Placement{"v100-2", "v100", 4}}),
+                     s.now_s - 1000);
+      }
       jobs.push_back(big);
       s.jobs = jobs;
       Plan p = plan_checked(s, Policy::Combined);
       const JobPlan& jp = *p.find("big");
       const std::string what = "since " + std::to_string(c.since) + " requested " +
-                               std::to_string(c.requested) + ": " + jp.reason;
+                               std::to_string(c.requested) + (c.big_runs ? " running" : "") + ": " +
+                               jp.reason;
       CPPUNIT_ASSERT_MESSAGE(what, jp.runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, jp.gpus);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.gathers ? size_t(1) : size_t(2), jp.placement.size());
