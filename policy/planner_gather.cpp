@@ -87,7 +87,7 @@ int lent_gpus(const GatherPass& g, int k) {
 // Gavel's Philly trace on 4-GPU V100 nodes a transformer that asked for 1 was shrunk and grown
 // again at start after start (restarts 570 -> 5,542 in a scenario, 8,985 -> 26,175 over 15).
 bool yields_lent_within_interval(const GatherPass& g, int k, int keep) {
-  return k != keep && g.frozen[k] && g.movable(k) && !g.moved[k] &&
+  return k != keep && g.frozen[k] && g.movable(k) && !g.moved[k] && !past_interval(g, k) &&
          g.plan.jobs[k].placement.size() == 1 && lent_gpus(g, k) > 0 &&
          g.snap.now_s - g.snap.jobs[k].last_resize_s >= g.costs.grace_s() &&
          !move_makes_late(g, k);
@@ -98,19 +98,24 @@ bool yields_lent_within_interval(const GatherPass& g, int k, int keep) {
 // costs them nothing), then the largest (fewest restarts), each to the tightest room that holds
 // it. With `recall`, a job the room does not hold whole that holds lent GPUs (lent_gpus()) moves
 // at the largest smaller size down to its request that the room holds (a ring size with
-// power_of_two). False where they do not free enough; `restarts`: the moved jobs that kept their
-// GPUs.
+// power_of_two). With `lenders_yield`, a lender within its interval moves too, only at a smaller
+// size (yields_lent_within_interval()). False where they do not free enough; `restarts`: the
+// moved jobs that kept their GPUs.
 bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int need,
                std::vector<std::pair<int, int>> room, bool recall, std::vector<Move>& moves,
                int& restarts, bool lenders_yield = false) {
-  std::vector<int> movers;
-  std::vector<char> gives_back(g.plan.jobs.size(), 0);
+  struct Mover {
+    int job;
+    bool gives_back;  // moves only at a smaller size (yields_lent_within_interval())
+  };
+  std::vector<Mover> movers;  // the few jobs on one node: not indexed by job (called per target)
   for (int k : on_it)
     if (moves_whole(g, k, keep))
-      movers.push_back(k);
+      movers.push_back({k, false});
     else if (lenders_yield && yields_lent_within_interval(g, k, keep))
-      movers.push_back(k), gives_back[k] = 1;
-  std::sort(movers.begin(), movers.end(), [&](int x, int y) {
+      movers.push_back({k, true});
+  std::sort(movers.begin(), movers.end(), [&](const Mover& mx, const Mover& my) {
+    const int x = mx.job, y = my.job;
     if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
     if (g.plan.jobs[x].gpus != g.plan.jobs[y].gpus)
       return g.plan.jobs[x].gpus > g.plan.jobs[y].gpus;
@@ -118,11 +123,12 @@ bool moves_off(const GatherPass& g, const std::vector<int>& on_it, int keep, int
   });
   moves.clear();
   restarts = 0;
-  for (int k : movers) {
+  for (const Mover& m : movers) {
     if (need <= 0) break;
+    const int k = m.job;
     const int gk = g.plan.jobs[k].gpus;
-    const int least = recall || gives_back[k] ? gk - lent_gpus(g, k) : gk;
-    const int most = gives_back[k] ? (g.power_of_two ? gk / 2 : gk - 1) : gk;
+    const int least = recall || m.gives_back ? gk - lent_gpus(g, k) : gk;
+    const int most = m.gives_back ? (g.power_of_two ? gk / 2 : gk - 1) : gk;
     int fit = -1, size = 0;  // the tightest room that holds it at the largest size it may take
     for (int at = most; fit < 0 && at >= least && at > 0; at = g.power_of_two ? at / 2 : at - 1) {
       for (size_t b = 0; b < room.size(); ++b)
