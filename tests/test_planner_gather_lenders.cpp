@@ -17,6 +17,7 @@ using namespace planner_fixtures;
 class PlannerGatherLendersTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(PlannerGatherLendersTest);
   CPPUNIT_TEST(startingJobGathersPastALenderWithinItsInterval);
+  CPPUNIT_TEST(runningJobPlacedAgainDoesNotTakeLentGpusWithinTheInterval);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -80,6 +81,38 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what + " / " + r.reason, c.mover_gpus, r.gpus);
       }
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.gathers ? 1 : 0, moved);
+    }
+  }
+
+  // The same two nodes and lenders (asked for 1, hold 4, resized 100 s ago), but "big" (elastic,
+  // asked for 8) already runs at 4 beside the lender on v100-1, past its interval. The plan grows
+  // it to 8 (a restart it takes anyway) over both nodes; the lenders, within their interval,
+  // keep their GPUs: only a waiting job that starts takes lent GPUs within the interval (a
+  // running job placed again pass after pass took them at every pass).
+  void runningJobPlacedAgainDoesNotTakeLentGpusWithinTheInterval() {
+    Snapshot s;
+    s.cluster.nodes = {Node{"v100-1", "v100", 8}, Node{"v100-2", "v100", 8}};
+    s.now_s = 10000;
+    for (int k = 1; k <= 2; ++k) {
+      Job r = job("run" + std::to_string(k), "resnet50-b64", 1, 4, 1e7);
+      r.submit_s = s.now_s - 5000;
+      make_running(r, plan_on({Placement{"v100-" + std::to_string(k), "v100", 4}}), s.now_s - 100);
+      s.jobs.push_back(r);
+    }
+    Job big = job("big", "transformer-b32", 1, 8, 1e6);
+    big.requested_gpus = 8;
+    big.submit_s = s.now_s - 1000;
+    make_running(big, plan_on({Placement{"v100-1", "v100", 4}}), s.now_s - 1000);
+    s.jobs.push_back(big);
+    Plan p = plan_checked(s, Policy::Combined);
+    const JobPlan& jp = *p.find("big");
+    CPPUNIT_ASSERT_MESSAGE(jp.reason, jp.runs);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(jp.reason, 8, jp.gpus);
+    CPPUNIT_ASSERT_EQUAL_MESSAGE(jp.reason, size_t(2), jp.placement.size());
+    for (const char* id : {"run1", "run2"}) {
+      const JobPlan& r = *p.find(id);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(std::string(id) + ": " + r.reason, 4, r.gpus);
+      CPPUNIT_ASSERT_MESSAGE(std::string(id) + ": " + r.reason, !r.resize);
     }
   }
 };
