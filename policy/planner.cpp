@@ -152,6 +152,7 @@ Plan Planner::plan(const Snapshot& snap) const {
   bool resizes = config_.policy == Policy::Doubling || config_.policy == Policy::Combined;
   std::vector<char> starving(n, 0);     // wake_after_holds's inputs
   std::vector<double> grace_end_s(n, 0);
+  std::vector<char> start_capped(n, 0);  // start_at_base_past_a_stop()'s
   if (resizes) {
     std::vector<DoublingJob> dj(n);
     std::map<std::set<std::string>, int> type_sets;  // DoublingJob::type_set's numbering
@@ -274,7 +275,10 @@ Plan Planner::plan(const Snapshot& snap) const {
       std::vector<int> members;  // this group's jobs, in policy order
       for (int i : order)
         if (group[i] == g || (group[i] < 0 && g == usable_of_group.begin()->first)) members.push_back(i);
-      if (!members.empty()) count_round(members, usable);
+      if (members.empty()) continue;
+      count_round(members, usable);
+      if (config_.policy == Policy::Combined)
+        start_at_base_past_a_stop(dj, members, usable, counts, impossible, count_round, start_capped);
     }
     // Each group was one pool: a set of its types that the jobs able to use only those types
     // overfill gets a round of its own (planner_steps.h).
@@ -411,6 +415,7 @@ Plan Planner::plan(const Snapshot& snap) const {
       // Philly trace at loads 0.5, 1, 2 on K80 + V100 and on three types: restarts -12% to -59%,
       // avg JCT -0.9% to +1.1% (V100 alone: unchanged).
       if (slower_here[i].factor > 0) pj.max_gpus = counts[i];
+      if (start_capped[i] && j.elastic) pj.max_gpus = std::max(pj.min_gpus, counts[i]);
       if (config_.policy == Policy::Hetero) pj.min_gpus = pj.max_gpus = counts[i];
       // The fairness pass's size is a floor, but never above the most GPUs one node of the job's
       // types has free: a floor of 8 on 4-GPU nodes forced the placement to spread a late job

@@ -505,6 +505,35 @@ std::string late_admission_reason(const PlannerConfig& config, const LateAdmissi
   return out;
 }
 
+bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector<int>& members,
+                               int usable, const std::vector<int>& counts,
+                               const std::vector<std::string>& impossible, const CountRound& round,
+                               std::vector<char>& capped) {
+  auto base = [&](int i) {
+    return std::min(jobs[i].max_gpus, std::max(jobs[i].request(), jobs[i].min_gpus));
+  };
+  bool stops = false, lends = false;
+  for (int i : members) {
+    const DoublingJob& d = jobs[i];
+    if (d.running && d.starving && d.type_set >= 0 && d.current_gpus > 0 &&
+        d.current_gpus <= d.request() && counts[i] == 0 && impossible[i].empty())
+      stops = true;
+    if (!d.running && counts[i] > base(i)) lends = true;
+  }
+  if (!stops) return false;
+  for (int i : members)
+    if (!jobs[i].running) capped[i] = 1;
+  if (!lends) return false;
+  std::vector<int> max_gpus;  // restored after the round: the placement and later rounds see them
+  for (int i : members) {
+    max_gpus.push_back(jobs[i].max_gpus);
+    if (!jobs[i].running) jobs[i].max_gpus = base(i);
+  }
+  round(members, usable);
+  for (size_t k = 0; k < members.size(); ++k) jobs[members[k]].max_gpus = max_gpus[k];
+  return true;
+}
+
 int start_spread_lends_at_request(const Cluster& cluster, const ThroughputModel& model,
                                   const NodeIndex& nodes, const Snapshot& snap, Plan& plan,
                                   const std::vector<JobView>& views,
