@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A job that starts spread over two nodes gathers on one by moving a lender off it, also while
 // that lender is within its minimum interval, by giving back lent GPUs (planner_gather.cpp,
-// yields_lent_within_interval()).
+// yields_lent_within_interval()), or past a lender spread over both nodes that gives back its
+// lent GPUs on one (lent_on_node()).
 #include <cppunit/extensions/HelperMacros.h>
 
 #include <string>
@@ -18,6 +19,7 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(PlannerGatherLendersTest);
   CPPUNIT_TEST(startingJobGathersPastALenderWithinItsInterval);
   CPPUNIT_TEST(runningJobPlacedAgainDoesNotTakeLentGpusWithinTheInterval);
+  CPPUNIT_TEST(startingJobGathersPastASpreadLender);
   CPPUNIT_TEST_SUITE_END();
 
  public:
@@ -113,6 +115,48 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
       const JobPlan& r = *p.find(id);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(std::string(id) + ": " + r.reason, 4, r.gpus);
       CPPUNIT_ASSERT_MESSAGE(std::string(id) + ": " + r.reason, !r.resize);
+    }
+  }
+
+  // Two 8-GPU V100 nodes. "lender" (resnet50-b64, days of work) asked for 1 and holds 2, one on
+  // each node, resized `since` seconds ago; "fixed" runs at 6 on v100-2, restarted 100 s ago
+  // (within its interval: no mover). "big" (transformer, fixed at 8) arrives: the 7 + 1 free
+  // GPUs hold it only over both nodes. Past the grace (60 s), within the interval or past it,
+  // the lender gives back its GPU on v100-1 and runs on its other one, and "big" runs whole on
+  // v100-1; within the grace nothing moves and "big" stays on two nodes (lent_on_node()).
+  void startingJobGathersPastASpreadLender() {
+    for (const double since : {100.0, 400.0, 30.0}) {
+      const bool gathers = since >= 60;
+      Snapshot s;
+      s.cluster.nodes = {Node{"v100-1", "v100", 8}, Node{"v100-2", "v100", 8}};
+      s.now_s = 10000;
+      Job l = job("lender", "resnet50-b64", 1, 4, 1e7);
+      l.submit_s = s.now_s - 5000;
+      make_running(l, plan_on({Placement{"v100-1", "v100", 1}, Placement{"v100-2", "v100", 1}}),
+                   s.now_s - since);
+      Job f = job("fixed", "resnet50-b64", 6, 6, 1e7);
+      f.elastic = false;
+      f.requested_gpus = 6;
+      f.submit_s = s.now_s - 5000;
+      make_running(f, plan_on({Placement{"v100-2", "v100", 6}}), s.now_s - 100);
+      Job big = job("big", "transformer-b32", 8, 8, 1e6);
+      big.elastic = false;
+      big.requested_gpus = 8;
+      big.submit_s = s.now_s;
+      s.jobs = {l, f, big};
+      Plan p = plan_checked(s, Policy::Combined);
+      const JobPlan& bp = *p.find("big");
+      const JobPlan& lp = *p.find("lender");
+      const std::string what = "since " + std::to_string(since) + ": big " + bp.reason +
+                               "; lender " + lp.reason;
+      CPPUNIT_ASSERT_MESSAGE(what, bp.runs);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, bp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers ? size_t(1) : size_t(2), bp.placement.size());
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers ? 1 : 2, lp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers, contains(lp.reason, "gives back 1 lent GPUs"));
+      if (gathers)
+        CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v100-2"), lp.placement.front().node);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 6, p.find("fixed")->gpus);
     }
   }
 };
