@@ -526,8 +526,12 @@ bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector
   if (!lends) return false;
   std::vector<int> max_gpus;  // restored after the round: the placement and later rounds see them
   for (int i : members) {
-    max_gpus.push_back(jobs[i].max_gpus);
-    if (!jobs[i].running) jobs[i].max_gpus = base(i);
+    DoublingJob& d = jobs[i];
+    max_gpus.push_back(d.max_gpus);
+    if (!d.running)
+      d.max_gpus = base(i);
+    else if (d.elastic)  // nor does a running job grow past its size
+      d.max_gpus = std::max(d.min_gpus, std::min(d.max_gpus, std::max(d.current_gpus, base(i))));
   }
   round(members, usable);
   for (size_t k = 0; k < members.size(); ++k) jobs[members[k]].max_gpus = max_gpus[k];

@@ -273,19 +273,19 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
                         const std::vector<int>& order, std::vector<int>& counts,
                         std::vector<std::string>& reasons, const CountRound& round);
 
-// A count round that stops a starving running job within its request starts no job above its
-// base. Where the round over `members` (policy order, on `usable` GPUs) stopped a job that ran at
-// most at its DoublingJob::request(), on a numbered set of types, and is starving (`counts` 0;
-// not one of the `impossible`), its waiting members are marked in `capped` (the placement starts
-// them at no more than their counts), and where it started one above its base (the larger of
-// its request and its minimum), `round` runs again with every waiting member's maximum at that
-// base. A starving job that waits takes GPUs back from lenders as soon as their grace ends
-// (doubling_round.h, interval_yields()), so GPUs lent to a job as it starts come back within a
-// minute: a restart of a job that has just started. An 8-GPU imagenet job, starving, was stopped
-// for a 1-GPU ncf arrival of 297 s (three lenders within their grace held the GPU it lacked);
-// the ncf job started at 4 on what it left and was shrunk to 1 60 s later as the imagenet job
-// came back (finish-time fairness 1.060, Tiresias's worst 1.041; efd a100t4x8 L0.5 s68).
-// Returns whether it ran the round again.
+// A count round that stops a starving running job within its request lends nothing. Where the
+// round over `members` (policy order, on `usable` GPUs) stopped a job that ran at most at its
+// DoublingJob::request(), on a numbered set of types, and is starving (`counts` 0; not one of the
+// `impossible`), its waiting members are marked in `capped` (the placement starts them at no
+// more than their counts), and where it started one above its base (the larger of its request
+// and its minimum), `round` runs again with every waiting member's maximum at that base and no
+// running member's above its size (or its base). A starving job that waits takes GPUs back from
+// lenders as soon as their grace ends (doubling_round.h, interval_yields()), so GPUs lent in
+// such a plan come back within a minute: a restart, of a job that has just started too. An
+// 8-GPU imagenet job, starving, was stopped for a 1-GPU ncf arrival of 297 s (three lenders
+// within their grace held the GPU it lacked); the ncf job started at 4 on what it left and was
+// shrunk to 1 60 s later as the imagenet job came back (finish-time fairness 1.060, Tiresias's
+// worst 1.041; efd a100t4x8 L0.5 s68). Returns whether it ran the round again.
 bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector<int>& members,
                                int usable, const std::vector<int>& counts,
                                const std::vector<std::string>& impossible, const CountRound& round,
