@@ -154,6 +154,7 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers ? size_t(1) : size_t(2), bp.placement.size());
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers ? 1 : 2, lp.gpus);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers, contains(lp.reason, "gives back 1 lent GPUs"));
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, gathers, lp.resize);
       if (gathers)
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, std::string("v100-2"), lp.placement.front().node);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 6, p.find("fixed")->gpus);
