@@ -86,11 +86,18 @@ int lent_gpus(const GatherPass& g, int k) {
 // first, and not kept: lenders past the interval shrunk too for such a job (2e's recall); on
 // Gavel's Philly trace on 4-GPU V100 nodes a transformer that asked for 1 was shrunk and grown
 // again at start after start (restarts 570 -> 5,542 in a scenario, 8,985 -> 26,175 over 15).
-bool yields_lent_within_interval(const GatherPass& g, int k, int keep) {
-  return k != keep && g.frozen[k] && g.movable(k) && !g.moved[k] && !past_interval(g, k) &&
-         g.plan.jobs[k].placement.size() == 1 && lent_gpus(g, k) > 0 &&
+// Whether job k, not `keep`, may give lent GPUs back for `keep`: kept on its GPUs otherwise, may
+// be moved, not moved yet, past the grace after its restart, and not made late by the restart.
+// The part yields_lent_within_interval() and lent_on_node() share.
+bool may_give_back(const GatherPass& g, int k, int keep) {
+  return k != keep && g.frozen[k] && g.movable(k) && !g.moved[k] &&
          g.snap.now_s - g.snap.jobs[k].last_resize_s >= g.costs.grace_s() &&
          !move_makes_late(g, k);
+}
+
+bool yields_lent_within_interval(const GatherPass& g, int k, int keep) {
+  return !past_interval(g, k) && g.plan.jobs[k].placement.size() == 1 && lent_gpus(g, k) > 0 &&
+         may_give_back(g, k, keep);
 }
 
 // The GPUs lender k, spread over nodes, holds on `node` where it may give them all back and run
@@ -103,16 +110,13 @@ bool yields_lent_within_interval(const GatherPass& g, int k, int keep) {
 // L0.5 s96). Past the interval too: it gives back only GPUs lent over a second node.
 int lent_on_node(const GatherPass& g, int k, int keep, int node) {
   const JobPlan& kp = g.plan.jobs[k];
-  if (k == keep || !g.frozen[k] || !g.movable(k) || g.moved[k] || kp.placement.size() < 2 ||
-      kp.gpus_by_type.size() != 1 ||
-      g.snap.now_s - g.snap.jobs[k].last_resize_s < g.costs.grace_s())
-    return 0;
+  if (kp.placement.size() < 2 || kp.gpus_by_type.size() != 1) return 0;
   int here = 0;
   for (const Placement& p : kp.placement)
     if (g.nodes.find(p.node) == node) here += p.gpus;
   const int left = kp.gpus - here;
   if (here <= 0 || left <= 0 || lent_gpus(g, k) < here ||
-      (g.power_of_two && !is_power_of_two(left)) || move_makes_late(g, k))
+      (g.power_of_two && !is_power_of_two(left)) || !may_give_back(g, k, keep))
     return 0;
   return here;
 }
@@ -141,7 +145,7 @@ bool moves_off(const GatherPass& g, int node, const std::vector<int>& on_it, int
     else if (lenders_yield && yields_lent_within_interval(g, k, keep))
       movers.push_back({k, true});
     else if (const int sheds = lenders_yield ? lent_on_node(g, k, keep, node) : 0; sheds > 0)
-      movers.push_back({k, true, sheds});
+      movers.push_back({k, false, sheds});
   std::sort(movers.begin(), movers.end(), [&](const Mover& mx, const Mover& my) {
     const int x = mx.job, y = my.job;
     if (g.frozen[x] != g.frozen[y]) return !g.frozen[x];
