@@ -278,7 +278,8 @@ Plan Planner::plan(const Snapshot& snap) const {
       if (members.empty()) continue;
       count_round(members, usable);
       if (config_.policy == Policy::Combined)
-        start_at_base_past_a_stop(dj, members, usable, counts, impossible, count_round, start_capped);
+        start_at_base_past_a_stop(dj, members, usable, counts, impossible, count_round, start_capped,
+                                  count_reason);
     }
     // Each group was one pool: a set of its types that the jobs able to use only those types
     // overfill gets a round of its own (planner_steps.h).

@@ -508,7 +508,7 @@ std::string late_admission_reason(const PlannerConfig& config, const LateAdmissi
 bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector<int>& members,
                                int usable, const std::vector<int>& counts,
                                const std::vector<std::string>& impossible, const CountRound& round,
-                               std::vector<char>& capped) {
+                               std::vector<char>& capped, std::vector<std::string>& reasons) {
   auto base = [&](int i) {
     return std::min(jobs[i].max_gpus, std::max(jobs[i].request(), jobs[i].min_gpus));
   };
@@ -534,7 +534,13 @@ bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector
       d.max_gpus = std::max(d.min_gpus, std::min(d.max_gpus, std::max(d.current_gpus, base(i))));
   }
   round(members, usable);
-  for (size_t k = 0; k < members.size(); ++k) jobs[members[k]].max_gpus = max_gpus[k];
+  for (size_t k = 0; k < members.size(); ++k) {
+    const int i = members[k];
+    if (counts[i] > 0 && counts[i] == jobs[i].max_gpus && jobs[i].max_gpus < max_gpus[k])
+      reasons[i] += "; no more this round: a starving job it stops takes GPUs lent now back "
+                    "as their grace ends";
+    jobs[i].max_gpus = max_gpus[k];
+  }
   return true;
 }
 

@@ -285,11 +285,12 @@ int fit_counts_to_types(const Snapshot& snap, const std::vector<JobView>& views,
 // 8-GPU imagenet job, starving, was stopped for a 1-GPU ncf arrival of 297 s (three lenders
 // within their grace held the GPU it lacked); the ncf job started at 4 on what it left and was
 // shrunk to 1 60 s later as the imagenet job came back (finish-time fairness 1.060, Tiresias's
-// worst 1.041; efd a100t4x8 L0.5 s68). Returns whether it ran the round again.
+// worst 1.041; efd a100t4x8 L0.5 s68). A member the cap holds says so in `reasons`. Returns
+// whether it ran the round again.
 bool start_at_base_past_a_stop(std::vector<DoublingJob>& jobs, const std::vector<int>& members,
                                int usable, const std::vector<int>& counts,
                                const std::vector<std::string>& impossible, const CountRound& round,
-                               std::vector<char>& capped);
+                               std::vector<char>& capped, std::vector<std::string>& reasons);
 
 // A running job's GPUs per type (a node the cluster no longer lists counts as its current type).
 std::map<std::string, int> current_by_type(const Job& j, const NodeIndex& nodes);

@@ -69,6 +69,8 @@ class PlannerStopsTest : public CppUnit::TestFixture {
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, !c.late_stops, lp.runs);
       CPPUNIT_ASSERT_MESSAGE(what, sp.runs);
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.short_gpus, sp.gpus);
+      CPPUNIT_ASSERT_EQUAL_MESSAGE(what, c.short_gpus == 1,
+                                   contains(sp.reason, "no more this round"));
     }
   }
 };
