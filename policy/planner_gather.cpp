@@ -392,9 +392,10 @@ struct GrowTarget {
 // Room for job i (`was` GPUs on node a) to grow to `size` on node t: the jobs there moved into
 // `open` (nodes of its type with GPUs free) and, where t is another node, the GPUs i leaves on a.
 // Fills `out` where that frees enough and gains more than `out.net` already holds.
+// `lenders_yield`: as moves_off()'s (for a waiting job that starts this round).
 void try_target(const GatherPass& g, const std::vector<std::vector<int>>& on_node, int i, int a,
                 int was, int size, int t, const std::vector<int>& open, bool recall, double gain,
-                GrowTarget& out) {
+                GrowTarget& out, bool lenders_yield) {
   const int need = size - g.free.free(t) - (t == a ? was : 0);
   if (need <= 0) return;
   std::vector<std::pair<int, int>> room;
@@ -403,7 +404,8 @@ void try_target(const GatherPass& g, const std::vector<std::vector<int>>& on_nod
   if (t != a && g.free.free(a) + was > 0) room.emplace_back(a, g.free.free(a) + was);
   GrowTarget cand;
   int restarts = 0;
-  if (!moves_off(g, t, on_node[t], i, need, room, recall, cand.moves, restarts)) return;
+  if (!moves_off(g, t, on_node[t], i, need, room, recall, cand.moves, restarts, lenders_yield))
+    return;
   cand.node = t;
   cand.net = gain - restarts * g.costs.restart_s;
   for (const Move& m : cand.moves) cand.recalled += g.plan.jobs[m.job].gpus - m.gpus;
@@ -445,6 +447,14 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
     if (!(v_now > 0) || !(v_whole > v_now)) continue;
     const double gain = j.remaining / v_now - j.remaining / v_whole - (g.frozen[i] ? c : 0);
     if (gain <= g.costs.min_gain_multiple * c) continue;
+    // For a waiting job that starts this round, lenders yield as they do for its gather
+    // (moves_off()'s `lenders_yield`): a lender spread over nodes gives back the lent GPUs it
+    // holds on a node and runs on its others. The recall's cheap bound below counted only jobs
+    // that move whole, so it passed over a lender's nodes: an 8-GPU deepspeech2 job of 516 s
+    // started at 4 on a T4 node while a job that asked for 1 held two 8-GPU T4 nodes whole, and
+    // grew to 8 with a restart 77 s later (efd a100t4x8 L0.5 s98: finish-time fairness 1.12,
+    // Tiresias's worst 1.10; now 1.004, docs/combined-recall-spread.md).
+    const bool starts = j.state != JobState::Running;
     auto open = open_of_type.find(type);
     if (open == open_of_type.end()) {
       std::vector<int> of_type, nodes_free;
@@ -460,7 +470,7 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
     GrowTarget best;
     best.net = g.costs.min_gain_multiple * c;
     if (g.cluster.nodes[a].usable() >= size)
-      try_target(g, on_node, i, a, was, size, a, open->second, false, gain, best);
+      try_target(g, on_node, i, a, was, size, a, open->second, false, gain, best, starts);
     // Else the recall: lent GPUs come back for a job short of its floor, as they do for a job
     // within its request that a plan would stop (DoublingRound::release_lender()). Any node of its
     // type that holds it whole, the jobs there moved, a lender at fewer GPUs where the room holds
@@ -476,9 +486,10 @@ void grow_whole_by_swaps(GatherPass& g, const std::vector<int>& order,
         int movable = g.free.free(t) + (t == a ? was : 0);  // cheap bound: what could be freed
         for (int k : on_node[t])
           if (moves_whole(g, k, i)) movable += g.plan.jobs[k].gpus;
+          else if (starts) movable += lent_on_node(g, k, i, t);
         if (movable < size) continue;
         if (++tried > kRecallTargets) break;
-        try_target(g, on_node, i, a, was, size, t, open->second, true, gain, best);
+        try_target(g, on_node, i, a, was, size, t, open->second, true, gain, best, starts);
       }
     }
     if (best.node < 0) continue;
