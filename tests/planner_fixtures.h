@@ -119,4 +119,25 @@ inline void make_running(Job& j, const JobPlan& jp, double now) {
   j.last_resize_s = now;
 }
 
+// Adds to `s` an elastic job from 1 to `max` GPUs that asked for `request`, submitted 600 s
+// before `s.now_s`, running on `on` since `resized`.
+inline void add_running(Snapshot& s, const std::string& id, const std::string& model, int request,
+                        int max, double remaining, const std::vector<Placement>& on,
+                        double resized) {
+  Job j = job(id, model, 1, max, remaining);
+  j.requested_gpus = request;
+  j.submit_s = s.now_s - 600;
+  make_running(j, plan_on(on), resized);
+  s.jobs.push_back(j);
+}
+
+// Adds to `s` an elastic job from 1 to `max` GPUs that asked for `request`, arriving now.
+inline void add_arrival(Snapshot& s, const std::string& id, const std::string& model, int request,
+                        int max, double remaining) {
+  Job j = job(id, model, 1, max, remaining);
+  j.requested_gpus = request;
+  j.submit_s = s.now_s;
+  s.jobs.push_back(j);
+}
+
 }  // namespace planner_fixtures

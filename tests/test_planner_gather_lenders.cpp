@@ -179,27 +179,18 @@ class PlannerGatherLendersTest : public CppUnit::TestFixture {
       const bool grows = since >= 60;
       Snapshot s;
       s.now_s = 10000;
-      auto add = [&](const std::string& id, const std::string& model, int request, int max,
-                     double remaining, const std::vector<Placement>& on, double resized) {
-        Job j = job(id, model, 1, max, remaining);
-        j.requested_gpus = request;
-        j.submit_s = s.now_s - 600;
-        make_running(j, plan_on(on), resized);
-        s.jobs.push_back(j);
-      };
       for (int k = 0; k < 8; ++k) s.cluster.nodes.push_back(Node{"v" + std::to_string(k), "v100", 8});
-      add("lender", "transformer-b32", 1, 16, 224851,
-          {Placement{"v0", "v100", 8}, Placement{"v7", "v100", 8}}, s.now_s - since);
+      add_running(s, "lender", "transformer-b32", 1, 16, 224851,
+                  {Placement{"v0", "v100", 8}, Placement{"v7", "v100", 8}}, s.now_s - since);
       for (const std::string node : {"v1", "v2", "v3"}) {
-        add("small-" + node, "resnet50-b64", 4, 4, 1e6, {Placement{node, "v100", 4}}, s.now_s - 100);
-        add("lent-" + node, "resnet50-b16", 1, 8, 1e6, {Placement{node, "v100", 4}}, 0);
+        add_running(s, "small-" + node, "resnet50-b64", 4, 4, 1e6, {Placement{node, "v100", 4}},
+                    s.now_s - 100);
+        add_running(s, "lent-" + node, "resnet50-b16", 1, 8, 1e6, {Placement{node, "v100", 4}}, 0);
       }
       for (const std::string node : {"v4", "v5", "v6"})
-        add("full-" + node, "resnet50-b64", 8, 8, 1e6, {Placement{node, "v100", 8}}, s.now_s - 100);
-      Job late = job("late", "transformer-b64", 1, 8, 99763);
-      late.requested_gpus = 8;
-      late.submit_s = s.now_s;
-      s.jobs.push_back(late);
+        add_running(s, "full-" + node, "resnet50-b64", 8, 8, 1e6, {Placement{node, "v100", 8}},
+                    s.now_s - 100);
+      add_arrival(s, "late", "transformer-b64", 8, 8, 99763);
       const Plan p = plan_checked(s, Policy::Combined);
       const JobPlan& bp = *p.find("late");
       const JobPlan& lp = *p.find("lender");

@@ -695,11 +695,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       s.now_s = kSmallNow;
       auto add = [&](const std::string& id, const std::string& model, int request, int max,
                      double remaining, const std::string& node, int gpus, double resized) {
-        Job j = job(id, model, 1, max, remaining);
-        j.requested_gpus = request;
-        j.submit_s = s.now_s - 600;
-        make_running(j, plan_on({Placement{node, "v100", gpus}}), resized);
-        s.jobs.push_back(j);
+        add_running(s, id, model, request, max, remaining, {Placement{node, "v100", gpus}}, resized);
       };
       for (int k = 0; k < 8; ++k) s.cluster.nodes.push_back(Node{"v" + std::to_string(k), "v100", 8});
       add("lender", "transformer-b32", 1, 8, 224851, "v0", 8, lender_may_move ? 0 : s.now_s - 100);
@@ -709,10 +705,7 @@ class PlannerRunningTest : public CppUnit::TestFixture {
       }
       for (const char* node : {"v4", "v5", "v6", "v7"})
         add(std::string("full-") + node, "resnet50-b64", 8, 8, 1e6, node, 8, s.now_s - 100);
-      Job late = job("late", "transformer-b64", 1, 8, 99763);
-      late.requested_gpus = 8;
-      late.submit_s = s.now_s;
-      s.jobs.push_back(late);
+      add_arrival(s, "late", "transformer-b64", 8, 8, 99763);
       const Plan p = plan_checked(s, Policy::Combined);
       const JobPlan& lp = *p.find("late");
       const JobPlan& lender = *p.find("lender");
