@@ -32,7 +32,8 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
 // small jobs as Movable).
 // OnTime: the small jobs have run at their request since they were submitted 1,000 s ago, with
 // 1,000 s to go: on time against their time alone, which a move's restart would make late.
-enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon, OnTime };
+// OnTimeLong: the same with 19,000 s to go, so that the restart makes them late by 0.15%.
+enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon, OnTime, OnTimeLong };
 constexpr double kSmallNow = 10000;
 
 Plan plan_beside_small_jobs(const Job& j, Beside b) {
@@ -46,14 +47,16 @@ Plan plan_beside_small_jobs(const Job& j, Beside b) {
     const std::string id = std::string("small-") + node;
     Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, remaining)
                                    : job(id, "resnet50-b64", 4, 4, remaining);
-    if (b == Beside::OnTime) {
-      small.remaining = 1000 * per_s;
-      small.iterations = 2000 * per_s;
+    const bool on_time = b == Beside::OnTime || b == Beside::OnTimeLong;
+    if (on_time) {
+      const double alone = b == Beside::OnTime ? 2000 : 20000;
+      small.remaining = (alone - 1000) * per_s;
+      small.iterations = alone * per_s;
       small.submit_s = kSmallNow - 1000;
     }
     make_running(small, plan_on({Placement{node, "v100", 4}}),
                  b == Beside::WithinInterval ? kSmallNow - 100
-                 : b == Beside::OnTime      ? kSmallNow - 1000
+                 : on_time                  ? kSmallNow - 1000
                                             : 0);
     s.jobs.push_back(small);
   }
@@ -632,14 +635,15 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // for two restarts. Not where the resnet50 jobs are within their minimum interval, may not be
   // moved (fixed size, no preemption), or under plain doubling; nor where they end in 60 s: the
   // ring gathers then without moving them, and what it gains until then does not pay their
-  // restarts. Nor where they are on time against their time alone and short enough that the
-  // restart would make them late by more than 1% of it (OnTime: 30 s of 2,000).
+  // restarts. Nor where they are on time against their time alone, which the restart would
+  // make them miss (OnTime: 30 s of 2,000; OnTimeLong: 30 s of 20,000, which a tolerance of 1%
+  // of the time alone let move).
   void spreadRingGathersBySwappingASmallJob() {
     Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
     ring.requested_gpus = 8;
     make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
     for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling,
-                     Beside::EndingSoon, Beside::OnTime}) {
+                     Beside::EndingSoon, Beside::OnTime, Beside::OnTimeLong}) {
       const Plan p = plan_beside_small_jobs(ring, c);
       const JobPlan& rp = *p.find("ring");
       const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + rp.reason;
