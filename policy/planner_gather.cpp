@@ -47,9 +47,9 @@ std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
 // its request) pays the restart from that lead; one late already may move (held so at loads of
 // 1-2x, avg JCT rose up to 18%, 0.7% per set of shapes). kMoveLateFraction (of the time alone)
 // only absorbs rounding for a job that ran at its request from its submission: a tolerance of 1%
-// let 30 s restarts make jobs of 9,000 s late by 0.3% at half load, where Tiresias left every
-// job on time (efd t4x8 L0.5 s100, phillyd v100x8 L0.5 s24 / s47 / s100; max FTF 1.003-1.006x
-// Tiresias's; docs/combined-on-time-exact.md).
+// let a 30 s restart make a 9,337 s yolov3 on time 0.32% late at half load, where Tiresias left
+// every job on time (efd t4x8 L0.5 s100; phillyd v100x8 L0.5 s24 / s47 / s100 went with it, max
+// FTF 1.003-1.006x Tiresias's; docs/combined-on-time-exact.md).
 constexpr double kMoveLateFraction = 1e-6;
 bool move_makes_late(const GatherPass& g, int k) {
   if (!g.frozen[k]) return false;
