@@ -33,7 +33,14 @@ Job fixed_job(const std::string& id, const std::string& model, int gpus, double 
 // OnTime: the small jobs have run at their request since they were submitted 1,000 s ago, with
 // 1,000 s to go: on time against their time alone, which a move's restart would make late.
 // OnTimeLong: the same with 19,000 s to go, so that the restart makes them late by 0.15%.
-enum class Beside { Movable, WithinInterval, Fixed, Doubling, EndingSoon, OnTime, OnTimeLong };
+// StartedLate: as OnTime, but submitted 10 s before they started (0.5% of their time alone), as
+// slurmctld starts a job a little after its submission: on time still. LateAlready: submitted
+// 100 s before they started (5%): late already, they may move. LateByARestart: as OnTimeLong,
+// but 30 s late (0.15% of their time alone), as an earlier move's restart leaves a job: late.
+enum class Beside {
+  Movable, WithinInterval, Fixed, Doubling, EndingSoon, OnTime, OnTimeLong, StartedLate,
+  LateAlready, LateByARestart
+};
 constexpr double kSmallNow = 10000;
 
 Plan plan_beside_small_jobs(const Job& j, Beside b) {
@@ -47,12 +54,18 @@ Plan plan_beside_small_jobs(const Job& j, Beside b) {
     const std::string id = std::string("small-") + node;
     Job small = b == Beside::Fixed ? fixed_job(id, "resnet50-b64", 4, remaining)
                                    : job(id, "resnet50-b64", 4, 4, remaining);
-    const bool on_time = b == Beside::OnTime || b == Beside::OnTimeLong;
+    const bool on_time = b == Beside::OnTime || b == Beside::OnTimeLong ||
+                         b == Beside::StartedLate || b == Beside::LateAlready ||
+                         b == Beside::LateByARestart;
     if (on_time) {
-      const double alone = b == Beside::OnTime ? 2000 : 20000;
+      const bool long_job = b == Beside::OnTimeLong || b == Beside::LateByARestart;
+      const double alone = long_job ? 20000 : 2000;
       small.remaining = (alone - 1000) * per_s;
       small.iterations = alone * per_s;
-      small.submit_s = kSmallNow - 1000;
+      small.submit_s = kSmallNow - 1000 - (b == Beside::StartedLate      ? 10
+                                           : b == Beside::LateAlready    ? 100
+                                           : b == Beside::LateByARestart ? 30
+                                                                         : 0);
     }
     make_running(small, plan_on({Placement{node, "v100", 4}}),
                  b == Beside::WithinInterval ? kSmallNow - 100
@@ -637,19 +650,23 @@ class PlannerRunningTest : public CppUnit::TestFixture {
   // ring gathers then without moving them, and what it gains until then does not pay their
   // restarts. Nor where they are on time against their time alone, which the restart would
   // make them miss (OnTime: 30 s of 2,000; OnTimeLong: 30 s of 20,000, which a tolerance of 1%
-  // of the time alone let move).
+  // of the time alone let move), also where they started 10 s after their submission
+  // (StartedLate, which a tolerance of rounding only let move); but where they are late by 5%
+  // already (LateAlready) or by a restart's 30 s (LateByARestart, which a tolerance of 1% for
+  // the start kept), they move as Movable.
   void spreadRingGathersBySwappingASmallJob() {
     Job ring = job("ring", "transformer-b16", 8, 8, 1e6);
     ring.requested_gpus = 8;
     make_running(ring, plan_on({Placement{"v0", "v100", 4}, Placement{"v1", "v100", 4}}), 0);
     for (Beside c : {Beside::Movable, Beside::WithinInterval, Beside::Fixed, Beside::Doubling,
-                     Beside::EndingSoon, Beside::OnTime, Beside::OnTimeLong}) {
+                     Beside::EndingSoon, Beside::OnTime, Beside::OnTimeLong, Beside::StartedLate,
+                     Beside::LateAlready, Beside::LateByARestart}) {
       const Plan p = plan_beside_small_jobs(ring, c);
       const JobPlan& rp = *p.find("ring");
       const std::string what = "case " + std::to_string(static_cast<int>(c)) + ": " + rp.reason;
       CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 8, rp.gpus);
       const int moved = small_jobs_moved(p, what);
-      if (c == Beside::Movable) {
+      if (c == Beside::Movable || c == Beside::LateAlready || c == Beside::LateByARestart) {
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, size_t{1}, rp.placement.size());
         CPPUNIT_ASSERT_MESSAGE(what, rp.resize && contains(rp.reason, "gathers from 2 nodes"));
         CPPUNIT_ASSERT_EQUAL_MESSAGE(what, 1, moved);
