@@ -50,7 +50,8 @@ std::vector<std::vector<int>> jobs_on_nodes(const GatherPass& g) {
 // a few seconds, which made every job there "late" under an exact test): at most
 // kStartDelayFraction of the time alone and less than one restart, so that a job made late by
 // an earlier move is not counted on time (counting it so, with 1% alone, kept such jobs from
-// every later gather: avg JCT +0.69% over efd's mixed A100 nodes, +1.0% at half load).
+// every later gather: avg JCT +0.69% over efd's mixed A100 nodes, geometric mean +1.0% at
+// half load).
 // "Made late" allows only rounding (kLateRounding), since a restart's lateness counts in full: a
 // tolerance of 1% there let a 30 s restart make a 9,337 s yolov3 on time 0.32% late at half load,
 // where Tiresias left every job on time (efd t4x8 L0.5 s100; docs/combined-on-time-exact.md,
