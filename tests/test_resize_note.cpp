@@ -3,6 +3,8 @@
 // job's AdminComment and Comment, and the one bounded number parser. Linked into test_slurm_conf.
 #include <cppunit/extensions/HelperMacros.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "bounded_int.h"
@@ -15,6 +17,7 @@ class ResizeNoteTest : public CppUnit::TestFixture {
   CPPUNIT_TEST_SUITE(ResizeNoteTest);
   CPPUNIT_TEST(testPlannerNoteRoundTrip);
   CPPUNIT_TEST(testPlannerNoteRefusesMalformed);
+  CPPUNIT_TEST(testPlannerNoteCarriesEarlierRuns);
   CPPUNIT_TEST(testWrapperNoteRoundTrip);
   CPPUNIT_TEST(testWrapperNoteKeepsUserText);
   CPPUNIT_TEST(testBoundedIntegers);
@@ -62,6 +65,40 @@ class ResizeNoteTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT(PlannerNote::parse("ringsched:resize=9", 8).kind == PlannerNote::Kind::None);
     // The note ends at a blank: an admin's text may follow.
     CPPUNIT_ASSERT_EQUAL(8, PlannerNote::parse("ringsched:resize=8,type=k80,at=5 checked by ops").gpus);
+  }
+
+  // A requeue restarts Slurm's start time: the work of a job's earlier runs lives in the note,
+  // added at each release and carried by every later decision.
+  void testPlannerNoteCarriesEarlierRuns() {
+    const PlannerNote grow = PlannerNote::resize(2, "v100", 100);
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:resize=2,type=v100,at=100"), grow.str());  // none known yet
+    const PlannerNote grown = grow.resized().with_run(1234.4, 60.6);
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:resized=2,type=v100,at=100,done=1234,gpu_s=61"), grown.str());
+    const PlannerNote back = PlannerNote::parse(grown.str());
+    CPPUNIT_ASSERT(back.kind == PlannerNote::Kind::Resized && back.same_decision(grow));
+    CPPUNIT_ASSERT_EQUAL(1234LL, back.done);
+    CPPUNIT_ASSERT_EQUAL(61LL, back.gpu_s);
+    // The next decision carries them on; the next release adds its run.
+    const PlannerNote stop = PlannerNote::stop(200).with_progress_of(back);
+    CPPUNIT_ASSERT_EQUAL(std::string("ringsched:stop,at=200,done=1234,gpu_s=61"), stop.str());
+    const PlannerNote stopped = PlannerNote::parse(PlannerNote::parse(stop.str()).resized().with_run(1000, 200).str());
+    CPPUNIT_ASSERT(stopped.kind == PlannerNote::Kind::Stopped);
+    CPPUNIT_ASSERT_EQUAL(200LL, stopped.at);
+    CPPUNIT_ASSERT_EQUAL(2234LL, stopped.done);
+    CPPUNIT_ASSERT_EQUAL(261LL, stopped.gpu_s);
+    // What cannot be a run adds nothing; the sums stop at their bound.
+    const double nan = std::nan("");
+    const PlannerNote same = stopped.with_run(-5, nan).with_run(std::numeric_limits<double>::infinity(), 0);
+    CPPUNIT_ASSERT_EQUAL(2234LL, same.done);
+    CPPUNIT_ASSERT_EQUAL(261LL, same.gpu_s);
+    CPPUNIT_ASSERT_EQUAL(PlannerNote::kMaxCount, stopped.with_run(1e300, 0).done);
+    // Fields in any order after the head; each once, whole numbers in bounds.
+    CPPUNIT_ASSERT_EQUAL(7LL, PlannerNote::parse("ringsched:resized=4,gpu_s=9,done=7,at=5").done);
+    for (const char* bad : {"ringsched:resized=4,at=5,done=1,done=2", "ringsched:stop,at=5,gpu_s=-1",
+                            "ringsched:stop,at=5,done=1.5", "ringsched:stopped,done=3",
+                            "ringsched:resized=4,at=5,gpu_s=2251799813685249", "ringsched:resize=4,done=",
+                            "ringsched:stopped,at=5,done=x", "ringsched:stop,at=5,gpus_s=3"})
+      CPPUNIT_ASSERT_MESSAGE(bad, PlannerNote::parse(bad).kind == PlannerNote::Kind::None);
   }
 
   void testWrapperNoteRoundTrip() {

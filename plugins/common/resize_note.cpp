@@ -2,6 +2,7 @@
 #include "resize_note.h"
 
 #include <cctype>
+#include <cmath>
 #include <vector>
 
 #include "bounded_int.h"
@@ -47,6 +48,23 @@ bool parse_epoch(const std::string& field, long long* at) {
   return true;
 }
 
+// "done=N" or "gpu_s=N" into *v, once per note (a second one makes the note not ours).
+bool parse_count(const std::string& field, const char* key, long long* v, bool* seen) {
+  const std::string k = std::string(key) + "=";
+  if (field.rfind(k, 0) != 0 || *seen) return false;
+  long x = 0;
+  if (!parse_long(field.substr(k.size()), 0, PlannerNote::kMaxCount, &x)) return false;
+  *v = x;
+  *seen = true;
+  return true;
+}
+
+long long add_count(long long sum, double more) {
+  if (!(more > 0) || !std::isfinite(more)) return sum;
+  const double total = static_cast<double>(sum) + std::floor(more + 0.5);
+  return total >= static_cast<double>(PlannerNote::kMaxCount) ? PlannerNote::kMaxCount : static_cast<long long>(total);
+}
+
 }  // namespace
 
 PlannerNote PlannerNote::admitted() {
@@ -78,17 +96,32 @@ PlannerNote PlannerNote::resized() const {
   return n;
 }
 
+PlannerNote PlannerNote::with_progress_of(const PlannerNote& earlier) const {
+  PlannerNote n = *this;
+  n.done = earlier.done;
+  n.gpu_s = earlier.gpu_s;
+  return n;
+}
+
+PlannerNote PlannerNote::with_run(double iterations, double run_gpu_s) const {
+  PlannerNote n = *this;
+  n.done = add_count(done, iterations);
+  n.gpu_s = add_count(gpu_s, run_gpu_s);
+  return n;
+}
+
 std::string PlannerNote::str() const {
+  const std::string runs = (done > 0 || gpu_s > 0) ? ",done=" + std::to_string(done) + ",gpu_s=" + std::to_string(gpu_s) : "";
   switch (kind) {
     case Kind::None: return "";
     case Kind::Admitted: return kPrefix + "admitted";
     case Kind::Resize:
     case Kind::Resized:
       return kPrefix + (kind == Kind::Resize ? "resize=" : "resized=") + std::to_string(gpus) +
-             (type.empty() ? "" : ",type=" + type) + ",at=" + std::to_string(at);
+             (type.empty() ? "" : ",type=" + type) + ",at=" + std::to_string(at) + runs;
     case Kind::Stop:
     case Kind::Stopped:
-      return kPrefix + (kind == Kind::Stop ? "stop" : "stopped") + ",at=" + std::to_string(at);
+      return kPrefix + (kind == Kind::Stop ? "stop" : "stopped") + ",at=" + std::to_string(at) + runs;
   }
   return "";
 }
@@ -98,28 +131,33 @@ PlannerNote PlannerNote::parse(const std::string& admin_comment, int max_gpus) {
   if (admin_comment.rfind(kPrefix, 0) != 0) return none;
   const std::string body = body_at(admin_comment, 0);
   if (body == "admitted") return admitted();
-  for (const Kind k : {Kind::Stop, Kind::Stopped}) {
-    const std::string word = k == Kind::Stop ? "stop," : "stopped,";
-    PlannerNote n;
-    if (body.rfind(word, 0) != 0 || !parse_epoch(body.substr(word.size()), &n.at)) continue;
-    n.kind = k;
-    return n;
-  }
-  const bool request = body.rfind("resize=", 0) == 0;
-  if (!request && body.rfind("resized=", 0) != 0) return none;
-  const std::vector<std::string> fields = split_commas(body.substr(request ? 7 : 8));
+  const std::vector<std::string> fields = split_commas(body);
   PlannerNote n;
-  n.kind = request ? Kind::Resize : Kind::Resized;
-  if (!parse_int(fields[0], 1, max_gpus, &n.gpus)) return none;
+  const std::string& head = fields[0];
+  if (head == "stop" || head == "stopped") {
+    n.kind = head == "stop" ? Kind::Stop : Kind::Stopped;
+  } else if (head.rfind("resize=", 0) == 0 || head.rfind("resized=", 0) == 0) {
+    const bool request = head.rfind("resize=", 0) == 0;
+    n.kind = request ? Kind::Resize : Kind::Resized;
+    if (!parse_int(head.substr(request ? 7 : 8), 1, max_gpus, &n.gpus)) return none;
+  } else {
+    return none;
+  }
+  const bool stop = n.kind == Kind::Stop || n.kind == Kind::Stopped;
+  bool have_at = false, have_done = false, have_gpu_s = false;
   for (size_t i = 1; i < fields.size(); ++i) {
-    if (fields[i].rfind("type=", 0) == 0 && n.type.empty() && is_type(fields[i].substr(5))) {
-      n.type = fields[i].substr(5);
-    } else if (fields[i].rfind("at=", 0) == 0 && n.at == 0) {
-      if (!parse_epoch(fields[i], &n.at)) return none;
-    } else {
-      return none;  // an unknown or repeated field: not a note of ours
+    const std::string& f = fields[i];
+    if (!stop && f.rfind("type=", 0) == 0 && n.type.empty() && is_type(f.substr(5))) {
+      n.type = f.substr(5);
+    } else if (f.rfind("at=", 0) == 0 && !have_at) {
+      if (!parse_epoch(f, &n.at)) return none;
+      have_at = true;
+    } else if (!parse_count(f, "done", &n.done, &have_done) && !parse_count(f, "gpu_s", &n.gpu_s, &have_gpu_s)) {
+      return none;  // an unknown, repeated or out-of-range field: not a note of ours
     }
   }
+  // A stop names its decision's time; a resize may leave it out (an admin's note by hand).
+  if (stop && !have_at) return none;
   return n;
 }
 
