@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plan_file.h"
+#include "resize_note.h"
 #include "slurm_test_cluster.h"
 #include "test_util.h"
 
@@ -183,6 +184,11 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     cluster().run("scancel " + std::to_string(one));
     CPPUNIT_ASSERT_MESSAGE("not grown to 2: " + story(),
                            SlurmTestCluster::wait_for([&] { return world_now() == 2; }, 120));
+    // Slurm restarts a requeued job's start time: the note carries the first run's work on, so
+    // the planner does not count the job's iterations from zero again (resize_note.h).
+    const ringsched::PlannerNote grown = ringsched::PlannerNote::parse(cluster().job_field(job, "AdminComment"));
+    CPPUNIT_ASSERT_MESSAGE(story(), grown.kind == ringsched::PlannerNote::Kind::Resized && grown.gpus == 2);
+    CPPUNIT_ASSERT_MESSAGE(story(), grown.done > 0 && grown.gpu_s > 0);
 
     // A fixed ring job wants one v100 and none is free: the planner shrinks the elastic job to 1.
     const unsigned fixed = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
@@ -190,6 +196,10 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(msg, fixed > 0);
     CPPUNIT_ASSERT_MESSAGE("not shrunk to 1: " + story(),
                            SlurmTestCluster::wait_for([&] { return world_now() == 1 && world_trail(read_loss(loss)) == "1 2 1"; }, 120));
+    // The second run's work is added to the first's (2 GPUs: at least 2 GPU-seconds a second).
+    const ringsched::PlannerNote shrunk = ringsched::PlannerNote::parse(cluster().job_field(job, "AdminComment"));
+    CPPUNIT_ASSERT_MESSAGE(story(), shrunk.kind == ringsched::PlannerNote::Kind::Resized && shrunk.gpus == 1);
+    CPPUNIT_ASSERT_MESSAGE(story(), shrunk.done > grown.done && shrunk.gpu_s >= grown.gpu_s + 2);
     CPPUNIT_ASSERT_MESSAGE("the fixed job did not start: " + story(), SlurmTestCluster::wait_for([&] {
       return cluster().job_field(fixed, "JobState") == "RUNNING"; }, 60));
 
@@ -218,6 +228,10 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     }, 180));
     CPPUNIT_ASSERT_MESSAGE("the long job ran next to the short one: " + story(), long_waited);
     CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().job_field(job, "AdminComment"), "ringsched:stop"));
+    // The stopped note holds the run before the stop (about 1 GPU-second a second it ran).
+    const ringsched::PlannerNote stopped = ringsched::PlannerNote::parse(cluster().job_field(job, "AdminComment"));
+    CPPUNIT_ASSERT_MESSAGE(story(), stopped.kind != ringsched::PlannerNote::Kind::Stopped ||
+                                        (stopped.done > 0 && stopped.gpu_s > 0));
     CPPUNIT_ASSERT_MESSAGE(story(), contains(cluster().run("cat " + s.out).out, "requeued (held) for the planner's stop"));
 
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] {

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "handover.h"
 #include "pending_shape.h"
 #include "plan_file.h"
 #include "policy_holder.h"
@@ -63,6 +64,8 @@ void priority_p_job_end(job_record_t* job_ptr);
 
 namespace {
 
+using ringsched::priority_internal::Handover;
+using ringsched::priority_internal::is_handover;
 using ringsched::priority_internal::job_error;
 using ringsched::priority_internal::PendingShape;
 using ringsched::priority_internal::pending_shape;
@@ -70,6 +73,7 @@ using ringsched::priority_internal::read_pending_shape;
 using ringsched::priority_internal::update_features;
 using ringsched::priority_internal::update_gres;
 using ringsched::priority_internal::update_num_nodes;
+using ringsched::priority_internal::with_ended_run;
 
 // Priority bands. Age: one point per minute waited, so older jobs go first among equals.
 constexpr uint32_t kAgeBase = 1000;
@@ -116,23 +120,6 @@ struct RingJobRecord {
 bool may_stop(const RingJobRecord& r, const ringsched::RingschedConf& conf) {
   if (!conf.planner.preempt || !conf.resize_running || !r.requeue) return false;
   return !r.running || r.wrapper.state == ringsched::WrapperNote::State::Ready;
-}
-
-// A job that ringrun requeued with a hold for the planner's resize: step 0 applies the shape.
-struct Handover {
-  uint32_t id = 0;
-  ringsched::GpuShape shape;
-  ringsched::PlannerNote note;
-};
-
-// Whether a pending job is one ringrun requeued, held, for a resize of ours. Its note may name an
-// earlier decision than AdminComment holds: the planner can decide again while ringrun
-// checkpoints. The latest decision is the one applied (seen in a burst: matching only the same
-// decision left such jobs held for good).
-bool is_handover(const job_record_t* job, const ringsched::PlannerNote& note) {
-  if (!note.is_request() || job->priority != 0 || job->state_reason != WAIT_HELD_USER) return false;
-  const ringsched::WrapperNote w = ringsched::WrapperNote::parse(job->comment ? job->comment : "");
-  return w.state == ringsched::WrapperNote::State::Requeued && w.at <= note.at;
 }
 
 // What the planning thread remembers of the pending jobs it reshaped.
@@ -201,7 +188,7 @@ class PlanningThread {
   // One round; returns the seconds from its start to the plan's wake (Plan::wake_s; 0: none).
   double round();
   RoundInput snapshot(bool with_engine) const;
-  void apply_handovers(const RoundInput& in, time_t now);
+  void apply_handovers(ringsched::ConfiguredPolicy* policy, const RoundInput& in, time_t now);
   RoundPlan plan(ringsched::ConfiguredPolicy& policy, RoundInput& in, time_t now);
   void set_priorities(const RoundInput& in, const RoundPlan& planned, time_t now) const;
   void reshape_pending(const ringsched::ConfiguredPolicy& policy, const RoundInput& in, const RoundPlan& planned,
@@ -227,6 +214,7 @@ class PlanningThread {
   ringsched::PolicyHolder policy_{"priority/ringsched"};
   std::map<uint32_t, std::string> signalled_;  // job -> last resize request sent
   std::map<uint32_t, ReshapeMemory> reshaped_;  // pending jobs this thread reshaped
+  ringsched::priority_internal::RunMemory runs_;  // what each handover's run was
   ringsched::ArrivalClock arrivals_;            // the lend horizon's arrival gap
   std::atomic<int> min_gap_s_{2};              // MinReplanGap of the last configuration seen
 };
@@ -346,8 +334,14 @@ double PlanningThread::round() {
   std::shared_ptr<ringsched::ConfiguredPolicy> policy = policy_.get(reconfig_.exchange(false));
   const time_t now = std::time(nullptr);
   RoundInput in = snapshot(policy != nullptr);
+  {
+    std::map<uint32_t, time_t> running;
+    for (const auto& [id, r] : in.ring)
+      if (r.running) running[r.id] = r.start;
+    runs_.observe(in.handovers, running, now);
+  }
   // Step 0 needs no configuration: a job held for its resize is released even while neutral.
-  apply_handovers(in, now);
+  apply_handovers(policy.get(), in, now);
   RoundPlan planned;
   if (policy) planned = plan(*policy, in, now);
   set_priorities(in, planned, now);
@@ -420,7 +414,7 @@ RoundInput PlanningThread::snapshot(bool with_engine) const {
 //    shape and is released all the same: it restarts from its checkpoint at the old size. A
 //    stopped job keeps its shape and, released, waits like any pending ring job until a plan
 //    starts it (those the plan starts have higher priorities).
-void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
+void PlanningThread::apply_handovers(ringsched::ConfiguredPolicy* policy, const RoundInput& in, time_t now) {
   for (const Handover& h : in.handovers) {
     const bool stop = h.note.is_stop();
     const PendingShape current = pending_shape(h.shape);
@@ -436,7 +430,9 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
         failure = apply_shape(h.id, current, target);
     }
     const PendingShape& now_shape = failure.empty() ? target : current;
-    ringsched::PlannerNote done = h.note.resized();
+    auto r = in.ring.find(std::to_string(h.id));
+    ringsched::PlannerNote done =
+        with_ended_run(h.note.resized(), policy, r == in.ring.end() ? "" : r->second.request.model, h, now);
     if (!stop) {
       done.gpus = now_shape.gpus();
       done.type = now_shape.type;
@@ -460,14 +456,14 @@ void PlanningThread::apply_handovers(const RoundInput& in, time_t now) {
                           " failed: " + slurm_strerror(rc));
     if (stop)
       info("priority/ringsched: JobId=%u stopped after ringrun's checkpoint (decided %lld s ago); released "
-           "at %s, it waits until a plan starts it", h.id, static_cast<long long>(now - static_cast<time_t>(h.note.at)),
-           current.str().c_str());
+           "at %s, it waits until a plan starts it; done so far about %lld iterations in %lld GPU-s", h.id,
+           static_cast<long long>(now - static_cast<time_t>(h.note.at)), current.str().c_str(), done.done, done.gpu_s);
     else if (!failure.empty())
       job_error(h.id, "resize to " + target.str() + " failed, released at " + current.str() + ": " + failure);
     else
       info("priority/ringsched: JobId=%u resized %s -> %s after ringrun's checkpoint (decided %lld s ago); "
-           "released", h.id, current.str().c_str(), target.str().c_str(),
-           static_cast<long long>(now - static_cast<time_t>(h.note.at)));
+           "released; done so far about %lld iterations in %lld GPU-s", h.id, current.str().c_str(),
+           target.str().c_str(), static_cast<long long>(now - static_cast<time_t>(h.note.at)), done.done, done.gpu_s);
   }
 }
 
@@ -494,9 +490,9 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
       job.current_gpus = r.shape.gpus;
       job.last_resize_s = static_cast<double>(r.last_resize());
       const double speed = policy.model().iters_per_s(r.request.model, r.shape.type, std::max(1, r.shape.gpus));
-      const double done = speed * std::max<double>(0, static_cast<double>(now - r.start));
-      job.remaining = std::max(job.iterations * 0.01, job.iterations - done);
-      job.attained_gpu_s = static_cast<double>(now - r.start) * r.shape.gpus;
+      const double run_s = std::max<double>(0, static_cast<double>(now - r.start));
+      job.remaining = std::max(job.iterations * 0.01, job.iterations - static_cast<double>(r.note.done) - speed * run_s);
+      job.attained_gpu_s = static_cast<double>(r.note.gpu_s) + run_s * r.shape.gpus;
       // The plan holds only what request_resizes() carries out: with ResizeRunning=no a running
       // job keeps its shape, and a typed GPU request keeps its type when requeued; a job not
       // stoppable (may_stop()) runs on.
@@ -511,6 +507,10 @@ RoundPlan PlanningThread::plan(ringsched::ConfiguredPolicy& policy, RoundInput& 
         auto held = r.shape.gpus_by_node.find(node.name);
         if (held != r.shape.gpus_by_node.end()) node.free_gpus = std::min(node.gpus, node.usable() + held->second);
       }
+    } else {
+      // Stopped or requeued for a resize: what its earlier runs did (resize_note.h).
+      job.remaining = std::max(job.iterations * 0.01, job.iterations - static_cast<double>(r.note.done));
+      job.attained_gpu_s = static_cast<double>(r.note.gpu_s);
     }
     job.stoppable = may_stop(r, policy.conf());
     snap.jobs.push_back(job);
@@ -666,7 +666,7 @@ void PlanningThread::request_resizes(const ringsched::ConfiguredPolicy& policy, 
     // A job with a typed gres request keeps its type when requeued (see reshape_one).
     if (!stop && type != r.shape.type && !r.shape.type_by_feature) continue;
     const ringsched::PlannerNote request =
-        stop ? ringsched::PlannerNote::stop(now) : ringsched::PlannerNote::resize(gpus, type, now);
+        (stop ? ringsched::PlannerNote::stop(now) : ringsched::PlannerNote::resize(gpus, type, now)).with_progress_of(r.note);
     // The same request is not sent again while it stands.
     const std::string key = stop ? std::string("stop") : std::to_string(gpus) + "," + type;
     if (signalled_[r.id] == key && r.note.is_request() && r.note.is_stop() == stop && r.note.gpus == gpus &&
