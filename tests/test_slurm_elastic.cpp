@@ -13,10 +13,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plan_file.h"
@@ -180,7 +182,9 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     };
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return world_now() == 1; }, 60));
 
-    // A GPU next to it frees up: the planner grows the job to 2.
+    // A GPU next to it frees up: the planner grows the job to 2. (A few seconds first, so that
+    // the first run's work, noted at the handover, is not a rounding to 0.)
+    std::this_thread::sleep_for(std::chrono::seconds(3));
     cluster().run("scancel " + std::to_string(one));
     CPPUNIT_ASSERT_MESSAGE("not grown to 2: " + story(),
                            SlurmTestCluster::wait_for([&] { return world_now() == 2; }, 120));
@@ -196,10 +200,12 @@ class SlurmElasticTest : public CppUnit::TestFixture {
     CPPUNIT_ASSERT_MESSAGE(msg, fixed > 0);
     CPPUNIT_ASSERT_MESSAGE("not shrunk to 1: " + story(),
                            SlurmTestCluster::wait_for([&] { return world_now() == 1 && world_trail(read_loss(loss)) == "1 2 1"; }, 120));
-    // The second run's work is added to the first's (2 GPUs: at least 2 GPU-seconds a second).
+    // The second run's work is added to the first's, which the shrink's decision carried on (the
+    // second run may count nothing: a run counts to the last round that saw it running, and the
+    // fixed job's arrival has the planner decide the shrink at once).
     const ringsched::PlannerNote shrunk = ringsched::PlannerNote::parse(cluster().job_field(job, "AdminComment"));
     CPPUNIT_ASSERT_MESSAGE(story(), shrunk.kind == ringsched::PlannerNote::Kind::Resized && shrunk.gpus == 1);
-    CPPUNIT_ASSERT_MESSAGE(story(), shrunk.done > grown.done && shrunk.gpu_s >= grown.gpu_s + 2);
+    CPPUNIT_ASSERT_MESSAGE(story(), shrunk.done >= grown.done && shrunk.gpu_s >= grown.gpu_s);
     CPPUNIT_ASSERT_MESSAGE("the fixed job did not start: " + story(), SlurmTestCluster::wait_for([&] {
       return cluster().job_field(fixed, "JobState") == "RUNNING"; }, 60));
 
