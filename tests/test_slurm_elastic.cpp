@@ -108,8 +108,9 @@ struct LongJobThenShortOne {
     CPPUNIT_ASSERT_MESSAGE(msg, job > 0);
     CPPUNIT_ASSERT_MESSAGE(story(), SlurmTestCluster::wait_for([&] { return !read_loss(loss).empty(); }, 60));
     // A few seconds of run before the short job: the planner counts a run in whole seconds from
-    // Slurm's start time to the round that stops it, and a stop within the second the job
-    // started counts nothing (seen on 25.11: the note said no work done).
+    // Slurm's start time to the round that stops it, so a stop within the second the job started
+    // counts nothing. (Once on 25.11 the stop note said no work done; that rounding is the likely
+    // cause, not a proven one.)
     std::this_thread::sleep_for(std::chrono::seconds(3));
     short_job = cluster().submit("--ring-model=resnet50-b64 --ring-types=v100 --ring-gpus=1 --ring-fixed"
                                  " --ring-iters=20 --wrap 'sleep 15'", &msg, kOther);
